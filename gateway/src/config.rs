@@ -1,0 +1,464 @@
+//! The gateway's TOML configuration: schema, loading and validation.
+//!
+//! Everything here runs once at start-up. Validation turns the raw file into a
+//! [`Config`] whose tables the hot path can use without further checks
+//! (see `crate::state` for the compiled form).
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Where a configuration error was found, and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid config file {path}: `{key}`: {message}")]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+/// The upstream API a target speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI-compatible: serves `/v1/chat/completions` and `/v1/responses`.
+    Openai,
+    /// Anthropic: serves `/v1/messages`.
+    Anthropic,
+}
+
+/// Requests and tokens per minute; either may be absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    pub requests_per_minute: Option<u64>,
+    pub tokens_per_minute: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub provider: Provider,
+    /// Scheme, host, port and optional path prefix, e.g. `https://api.openai.com`.
+    pub base_url: String,
+    /// The model name sent upstream.
+    pub model: String,
+    /// Name of the environment variable holding the upstream key (the key itself is never in
+    /// the file, in logs or in errors). Absent: no key is sent.
+    pub api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// The client-facing model name.
+    pub name: String,
+    /// Tried in order: on connect failure or a 5xx before the first response byte, the next.
+    pub targets: Vec<Target>,
+    pub rate_limit: Option<RateLimit>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKey {
+    /// A label for logs and metrics; never the key.
+    pub name: String,
+    /// The key itself, or ...
+    pub key: Option<String>,
+    /// ... the name of an environment variable holding it.
+    pub key_env: Option<String>,
+    /// Models this key may use; absent = all.
+    pub models: Option<Vec<String>>,
+    pub rate_limit: Option<RateLimit>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Server {
+    pub listen: SocketAddr,
+    /// Serve `/metrics` on this address instead of the main listener.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Tokio worker threads; 0 = one per core.
+    pub workers: usize,
+    pub max_body_bytes: usize,
+    pub header_read_timeout_ms: u64,
+    /// How long in-flight requests (streams too) may run after SIGTERM/SIGINT.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            metrics_listen: None,
+            workers: 0,
+            max_body_bytes: 8 * 1024 * 1024,
+            header_read_timeout_ms: 10_000,
+            shutdown_grace_ms: 30_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Upstream {
+    pub connect_timeout_ms: u64,
+    /// Time from sending the request to the response head.
+    pub first_byte_timeout_ms: u64,
+    /// Longest silence allowed between two body chunks. There is deliberately no
+    /// total-duration cap: it would cut long streams.
+    pub idle_timeout_ms: u64,
+    /// Idle pooled connections per upstream host.
+    pub pool_max_idle_per_host: usize,
+    /// Extra PEM CA bundle trusted for HTTPS upstreams (private CAs).
+    pub extra_ca_file: Option<PathBuf>,
+}
+
+impl Default for Upstream {
+    fn default() -> Self {
+        Upstream {
+            connect_timeout_ms: 5_000,
+            first_byte_timeout_ms: 120_000,
+            idle_timeout_ms: 120_000,
+            pool_max_idle_per_host: 256,
+            extra_ca_file: None,
+        }
+    }
+}
+
+/// Where access-log lines go.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessLogSink {
+    Stdout,
+    Stderr,
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Observability {
+    pub access_log: AccessLogSink,
+    pub metrics: bool,
+}
+
+impl Default for Observability {
+    fn default() -> Self {
+        Observability {
+            access_log: AccessLogSink::Stdout,
+            metrics: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: Server,
+    #[serde(default)]
+    pub upstream: Upstream,
+    #[serde(default)]
+    pub observability: Observability,
+    /// Gateway API keys. None configured = no authentication (local use only).
+    #[serde(default)]
+    pub keys: Vec<ApiKey>,
+    pub models: Vec<Model>,
+}
+
+impl Config {
+    /// Reads, parses and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parses and validates config text; `path` only names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: describe_toml_error(&e),
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |key: String, message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            key,
+            message,
+        };
+        if self.models.is_empty() {
+            return Err(invalid("models".into(), "at least one model is required".into()));
+        }
+        if self.server.max_body_bytes == 0 {
+            return Err(invalid("server.max_body_bytes".into(), "must be > 0".into()));
+        }
+        for (key, v) in [
+            ("server.header_read_timeout_ms", self.server.header_read_timeout_ms),
+            ("upstream.connect_timeout_ms", self.upstream.connect_timeout_ms),
+            ("upstream.first_byte_timeout_ms", self.upstream.first_byte_timeout_ms),
+            ("upstream.idle_timeout_ms", self.upstream.idle_timeout_ms),
+        ] {
+            if v == 0 {
+                return Err(invalid(key.into(), "must be > 0 milliseconds".into()));
+            }
+        }
+        if let Some(ca) = &self.upstream.extra_ca_file {
+            if !ca.is_file() {
+                return Err(invalid(
+                    "upstream.extra_ca_file".into(),
+                    format!("{} is not a readable file", ca.display()),
+                ));
+            }
+        }
+
+        let mut names = HashSet::new();
+        for (i, m) in self.models.iter().enumerate() {
+            let at = format!("models[{i}]");
+            if m.name.is_empty() {
+                return Err(invalid(format!("{at}.name"), "must not be empty".into()));
+            }
+            if !names.insert(m.name.as_str()) {
+                return Err(invalid(
+                    format!("{at}.name"),
+                    format!("duplicate model name {:?}", m.name),
+                ));
+            }
+            if m.targets.is_empty() {
+                return Err(invalid(
+                    format!("{at}.targets"),
+                    "at least one target is required".into(),
+                ));
+            }
+            if let Some(rl) = &m.rate_limit {
+                check_rate_limit(rl, &format!("{at}.rate_limit")).map_err(|(k, msg)| invalid(k, msg))?;
+            }
+            for (j, t) in m.targets.iter().enumerate() {
+                let at = format!("{at}.targets[{j}]");
+                if let Err(msg) = crate::proxy::UpstreamUrl::parse(&t.base_url) {
+                    return Err(invalid(format!("{at}.base_url"), msg));
+                }
+                if t.model.is_empty() {
+                    return Err(invalid(format!("{at}.model"), "must not be empty".into()));
+                }
+                if let Some(var) = &t.api_key_env {
+                    check_env_var(var).map_err(|msg| invalid(format!("{at}.api_key_env"), msg))?;
+                }
+            }
+        }
+
+        let mut key_names = HashSet::new();
+        for (i, k) in self.keys.iter().enumerate() {
+            let at = format!("keys[{i}]");
+            if !key_names.insert(k.name.as_str()) {
+                return Err(invalid(
+                    format!("{at}.name"),
+                    format!("duplicate key name {:?}", k.name),
+                ));
+            }
+            match (&k.key, &k.key_env) {
+                (Some(_), Some(_)) => {
+                    return Err(invalid(
+                        format!("{at}"),
+                        "set `key` or `key_env`, not both".into(),
+                    ))
+                }
+                (None, None) => {
+                    return Err(invalid(format!("{at}"), "set `key` or `key_env`".into()))
+                }
+                (Some(key), None) if key.is_empty() => {
+                    return Err(invalid(format!("{at}.key"), "must not be empty".into()))
+                }
+                (None, Some(var)) => {
+                    check_env_var(var).map_err(|msg| invalid(format!("{at}.key_env"), msg))?
+                }
+                _ => {}
+            }
+            if let Some(models) = &k.models {
+                for (j, m) in models.iter().enumerate() {
+                    if !names.contains(m.as_str()) {
+                        return Err(invalid(
+                            format!("{at}.models[{j}]"),
+                            format!("unknown model {m:?}"),
+                        ));
+                    }
+                }
+            }
+            if let Some(rl) = &k.rate_limit {
+                check_rate_limit(rl, &format!("{at}.rate_limit")).map_err(|(k, msg)| invalid(k, msg))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ApiKey {
+    /// The key's secret: inline, or read from its environment variable.
+    pub fn secret(&self) -> Option<String> {
+        match (&self.key, &self.key_env) {
+            (Some(k), _) => Some(k.clone()),
+            (None, Some(var)) => std::env::var(var).ok().filter(|v| !v.is_empty()),
+            (None, None) => None,
+        }
+    }
+}
+
+fn check_env_var(var: &str) -> Result<(), String> {
+    if var.is_empty() {
+        return Err("environment variable name must not be empty".into());
+    }
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(()),
+        Ok(_) => Err(format!("environment variable {var} is empty")),
+        Err(_) => Err(format!("environment variable {var} is not set")),
+    }
+}
+
+fn check_rate_limit(rl: &RateLimit, at: &str) -> Result<(), (String, String)> {
+    if rl.requests_per_minute.is_none() && rl.tokens_per_minute.is_none() {
+        return Err((
+            at.to_owned(),
+            "set requests_per_minute and/or tokens_per_minute".into(),
+        ));
+    }
+    for (k, v) in [
+        ("requests_per_minute", rl.requests_per_minute),
+        ("tokens_per_minute", rl.tokens_per_minute),
+    ] {
+        if v == Some(0) {
+            return Err((format!("{at}.{k}"), "must be > 0".into()));
+        }
+    }
+    Ok(())
+}
+
+/// toml's errors already name the key and quote the line; keep them on one line.
+fn describe_toml_error(e: &toml::de::Error) -> String {
+    let msg = e.message().trim().to_owned();
+    match e.span() {
+        Some(span) => format!("{msg} (at byte {})", span.start),
+        None => msg,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("test.toml"))
+    }
+
+    const MINIMAL: &str = r#"
+[[models]]
+name = "gpt-4o-mini"
+[[models.targets]]
+provider = "openai"
+base_url = "http://127.0.0.1:9"
+model = "gpt-4o-mini-2024-07-18"
+"#;
+
+    #[test]
+    fn minimal_config_gets_defaults() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.server.max_body_bytes, 8 * 1024 * 1024);
+        assert_eq!(c.server.workers, 0);
+        assert!(c.observability.metrics);
+        assert_eq!(c.models[0].targets[0].provider, Provider::Openai);
+    }
+
+    #[test]
+    fn missing_models_is_named() {
+        let e = parse("[server]\nworkers = 1\n").unwrap_err().to_string();
+        assert!(e.contains("test.toml") && e.contains("models"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = parse(&format!("{MINIMAL}\n[server]\nlisten_addr = \"x\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("listen_addr"), "{e}");
+    }
+
+    #[test]
+    fn bad_provider_is_named() {
+        let e = parse(&MINIMAL.replace("\"openai\"", "\"gemini\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("gemini") && e.contains("test.toml"), "{e}");
+    }
+
+    #[test]
+    fn bad_base_url_is_named() {
+        let e = parse(&MINIMAL.replace("http://127.0.0.1:9", "ftp://x"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("models[0].targets[0].base_url"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_model_is_rejected() {
+        let text = format!("{MINIMAL}{}", MINIMAL);
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("models[1].name") && e.contains("duplicate"), "{e}");
+    }
+
+    #[test]
+    fn key_allow_list_must_name_known_models() {
+        let text = format!("{MINIMAL}\n[[keys]]\nname = \"a\"\nkey = \"k\"\nmodels = [\"nope\"]\n");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("keys[0].models[0]") && e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn key_needs_exactly_one_source() {
+        let both = format!("{MINIMAL}\n[[keys]]\nname = \"a\"\nkey = \"k\"\nkey_env = \"HOME\"\n");
+        assert!(parse(&both).unwrap_err().to_string().contains("not both"));
+        let none = format!("{MINIMAL}\n[[keys]]\nname = \"a\"\n");
+        assert!(parse(&none).unwrap_err().to_string().contains("keys[0]"));
+    }
+
+    #[test]
+    fn unset_env_var_is_named_without_value() {
+        let text = MINIMAL.replace(
+            "model = \"gpt-4o-mini-2024-07-18\"",
+            "model = \"m\"\napi_key_env = \"GATEWAY_TEST_SURELY_UNSET_VAR\"",
+        );
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("api_key_env") && e.contains("not set"), "{e}");
+    }
+
+    #[test]
+    fn zero_rate_limit_is_rejected() {
+        let text = format!("{MINIMAL}rate_limit = {{ requests_per_minute = 0 }}\n");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("requests_per_minute"), "{e}");
+    }
+
+    #[test]
+    fn example_config_is_valid() {
+        let text = include_str!("../../gateway.example.toml");
+        // The example names env vars for upstream keys; validation requires them set.
+        std::env::set_var("OPENAI_API_KEY", "sk-test");
+        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-test");
+        std::env::set_var("GATEWAY_KEY_TEAM_B", "gw-test");
+        parse(text).unwrap();
+    }
+}

@@ -1,0 +1,5 @@
+//! The trainer: mock upstream, shape driver and the fail-closed training stages.
+//!
+//! Every module binds 127.0.0.1 on ephemeral ports and passes addresses explicitly, so
+//! several runs share a machine and everything works inside a Nix build sandbox.
+pub mod mock;
