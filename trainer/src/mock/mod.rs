@@ -1,1 +1,127 @@
-//! placeholder
+//! The mock upstream: one in-process test double that speaks the three dialects of
+//! PROTOCOLS.md (OpenAI chat completions, Anthropic messages, OpenAI responses).
+//!
+//! Bodies are deterministic: the same request under the same [`MockConfig`] always gets
+//! the same bytes (except the per-request id headers), and rendered bodies are cached per
+//! (route, streaming mode, model) so the mock never becomes the bottleneck of a benchmark.
+
+mod body;
+mod cache;
+pub mod cli;
+mod dialect;
+mod handler;
+mod probe;
+mod render;
+mod server;
+mod text;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use dialect::Dialect;
+pub use text::{expected_text, expected_usage, INPUT_TOKENS};
+
+/// How the mock answers; one value per server.
+#[derive(Clone, Debug)]
+pub struct MockConfig {
+    /// Delay before the response head (time to first token).
+    pub first_byte_delay: Duration,
+    /// Text deltas per streamed response, and words in a non-streamed text.
+    pub chunks: usize,
+    /// Delay between streamed events.
+    pub chunk_delay: Duration,
+    /// Write the SSE stream in pieces of N bytes, each its own body frame. The delta text
+    /// holds multi-byte characters, so small N splits UTF-8 sequences.
+    pub write_fragment: Option<usize>,
+    /// Answer every request on the three routes with this status and an error body in the
+    /// route's dialect envelope.
+    pub fail_status: Option<u16>,
+    /// Streaming: send N events, then go silent without closing the response.
+    pub stall_after_events: Option<usize>,
+    /// Keep every received request for [`MockUpstream::recorded`].
+    pub record: bool,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        MockConfig {
+            first_byte_delay: Duration::ZERO,
+            chunks: 4,
+            chunk_delay: Duration::ZERO,
+            write_fragment: None,
+            fail_status: None,
+            stall_after_events: None,
+            record: false,
+        }
+    }
+}
+
+/// One request as the mock received it.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    pub method: http::Method,
+    pub path: String,
+    pub headers: http::HeaderMap,
+    pub body: bytes::Bytes,
+}
+
+/// A running mock upstream bound to a local address.
+pub struct MockUpstream {
+    addr: SocketAddr,
+    shared: Arc<handler::Shared>,
+    handle: Option<server::ServerHandle>,
+}
+
+impl MockUpstream {
+    /// Binds 127.0.0.1 on an ephemeral port.
+    pub async fn start(config: MockConfig) -> std::io::Result<MockUpstream> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), config).await
+    }
+
+    pub async fn start_on(addr: SocketAddr, config: MockConfig) -> std::io::Result<MockUpstream> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(handler::Shared::new(config));
+        let handle = server::spawn(listener, Arc::clone(&shared));
+        Ok(MockUpstream {
+            addr,
+            shared,
+            handle: Some(handle),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Requests received so far, on any path, failed or not.
+    pub fn request_count(&self) -> u64 {
+        self.shared.request_count()
+    }
+
+    /// Every request received so far, in arrival order; empty unless `record` is set.
+    pub fn recorded(&self) -> Vec<RecordedRequest> {
+        self.shared.recorded()
+    }
+
+    /// Stops accepting and closes every connection, stalled streams included.
+    pub async fn shutdown(mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.shutdown().await;
+        }
+    }
+}
+
+impl Drop for MockUpstream {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+        }
+    }
+}

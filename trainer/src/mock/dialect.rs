@@ -1,0 +1,133 @@
+//! The three routes: which dialect a path speaks, its response headers, its error envelope.
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+
+use super::render::json_str;
+
+/// The wire dialect of one route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// OpenAI `POST /v1/chat/completions`.
+    Chat,
+    /// Anthropic `POST /v1/messages`.
+    Messages,
+    /// OpenAI `POST /v1/responses`.
+    Responses,
+}
+
+impl Dialect {
+    pub const ALL: [Dialect; 3] = [Dialect::Chat, Dialect::Messages, Dialect::Responses];
+
+    /// The dialect served on `path`, if any.
+    pub fn from_path(path: &str) -> Option<Dialect> {
+        match path {
+            "/v1/chat/completions" => Some(Dialect::Chat),
+            "/v1/messages" => Some(Dialect::Messages),
+            "/v1/responses" => Some(Dialect::Responses),
+            _ => None,
+        }
+    }
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Dialect::Chat => "/v1/chat/completions",
+            Dialect::Messages => "/v1/messages",
+            Dialect::Responses => "/v1/responses",
+        }
+    }
+
+    /// The header carrying the upstream request id: `request-id` for Anthropic,
+    /// `x-request-id` for OpenAI.
+    pub fn request_id_header(self) -> HeaderName {
+        match self {
+            Dialect::Messages => HeaderName::from_static("request-id"),
+            Dialect::Chat | Dialect::Responses => HeaderName::from_static("x-request-id"),
+        }
+    }
+
+    /// Adds the request id and realistic rate-limit headers for this dialect.
+    pub(crate) fn add_upstream_headers(self, headers: &mut HeaderMap, request_number: u64) {
+        let id = match self {
+            Dialect::Messages => format!("req_mock{request_number:016x}"),
+            Dialect::Chat | Dialect::Responses => format!("req_mock{request_number:032x}"),
+        };
+        headers.insert(
+            self.request_id_header(),
+            HeaderValue::from_str(&id).expect("hex id is a valid header value"),
+        );
+        let static_headers: &[(&str, &str)] = match self {
+            Dialect::Messages => &[
+                ("anthropic-ratelimit-requests-limit", "4000"),
+                ("anthropic-ratelimit-requests-remaining", "3999"),
+                ("anthropic-ratelimit-requests-reset", "2026-01-01T00:00:01Z"),
+                ("anthropic-ratelimit-tokens-limit", "400000"),
+                ("anthropic-ratelimit-tokens-remaining", "399000"),
+                ("anthropic-ratelimit-tokens-reset", "2026-01-01T00:00:01Z"),
+            ],
+            Dialect::Chat | Dialect::Responses => &[
+                ("openai-processing-ms", "1"),
+                ("x-ratelimit-limit-requests", "10000"),
+                ("x-ratelimit-remaining-requests", "9999"),
+                ("x-ratelimit-reset-requests", "6ms"),
+                ("x-ratelimit-limit-tokens", "2000000"),
+                ("x-ratelimit-remaining-tokens", "1999000"),
+                ("x-ratelimit-reset-tokens", "30ms"),
+            ],
+        };
+        for (name, value) in static_headers {
+            headers.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+    }
+
+    /// An error body in this dialect's envelope.
+    pub fn error_body(self, status: u16, message: &str) -> Bytes {
+        let message = json_str(message);
+        let body = match self {
+            Dialect::Messages => format!(
+                r#"{{"type":"error","error":{{"type":"{}","message":{message}}}}}"#,
+                anthropic_error_type(status)
+            ),
+            Dialect::Chat | Dialect::Responses => {
+                let (kind, code) = openai_error_type(status);
+                format!(
+                    r#"{{"error":{{"message":{message},"type":"{kind}","param":null,"code":{code}}}}}"#
+                )
+            }
+        };
+        Bytes::from(body)
+    }
+}
+
+fn anthropic_error_type(status: u16) -> &'static str {
+    match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        504 => "timeout_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// (`type`, `code` as JSON) of an OpenAI error for `status`.
+fn openai_error_type(status: u16) -> (&'static str, &'static str) {
+    match status {
+        401 => ("invalid_request_error", r#""invalid_api_key""#),
+        403 => (
+            "invalid_request_error",
+            r#""unsupported_country_region_territory""#,
+        ),
+        404 => ("invalid_request_error", r#""model_not_found""#),
+        429 => ("requests", r#""rate_limit_exceeded""#),
+        400..=499 => ("invalid_request_error", "null"),
+        _ => ("server_error", "null"),
+    }
+}

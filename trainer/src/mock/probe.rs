@@ -1,0 +1,78 @@
+//! Reads the only request fields the mock's answer depends on: `model`, `stream`,
+//! `stream_options.include_usage`. Everything else is skipped without being built.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+/// What a request asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Probe<'a> {
+    pub model: Cow<'a, str>,
+    pub stream: bool,
+    pub include_usage: bool,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum ProbeError {
+    #[error("request body is not valid JSON: {0}")]
+    Json(String),
+    #[error("model: field required")]
+    MissingModel,
+}
+
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+pub(crate) fn probe(body: &[u8]) -> Result<Probe<'_>, ProbeError> {
+    let raw: Raw<'_> = serde_json::from_slice(body).map_err(|e| ProbeError::Json(e.to_string()))?;
+    let model = raw.model.ok_or(ProbeError::MissingModel)?;
+    Ok(Probe {
+        model,
+        stream: raw.stream.unwrap_or(false),
+        include_usage: raw
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_reads_model_stream_and_usage_option() {
+        let p = probe(br#"{"messages":[{"role":"user","content":"hi"}],"model":"gpt-x","stream":true,"stream_options":{"include_usage":true}}"#).unwrap();
+        assert_eq!(p.model, "gpt-x");
+        assert!(p.stream && p.include_usage);
+        assert!(matches!(p.model, Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn probe_defaults_and_escapes() {
+        let p = probe(br#"{"model":"a\"b","stream":null}"#).unwrap();
+        assert_eq!(p.model, "a\"b");
+        assert!(!p.stream && !p.include_usage);
+    }
+
+    #[test]
+    fn probe_rejects_bad_bodies() {
+        assert_eq!(probe(br#"{"stream":true}"#), Err(ProbeError::MissingModel));
+        assert!(matches!(probe(b"{not json"), Err(ProbeError::Json(_))));
+        assert!(matches!(probe(br#"{"model":7}"#), Err(ProbeError::Json(_))));
+    }
+}
