@@ -24,12 +24,16 @@ pub(crate) enum ProbeError {
 #[derive(Deserialize)]
 struct Raw<'a> {
     #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
+    model: Option<Text<'a>>,
     #[serde(default)]
     stream: Option<bool>,
     #[serde(default)]
     stream_options: Option<StreamOptions>,
 }
+
+/// `#[serde(borrow)]` only borrows a `Cow` that is a field itself, not one inside `Option`.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 #[derive(Deserialize)]
 struct StreamOptions {
@@ -39,7 +43,7 @@ struct StreamOptions {
 
 pub(crate) fn probe(body: &[u8]) -> Result<Probe<'_>, ProbeError> {
     let raw: Raw<'_> = serde_json::from_slice(body).map_err(|e| ProbeError::Json(e.to_string()))?;
-    let model = raw.model.ok_or(ProbeError::MissingModel)?;
+    let model = raw.model.ok_or(ProbeError::MissingModel)?.0;
     Ok(Probe {
         model,
         stream: raw.stream.unwrap_or(false),

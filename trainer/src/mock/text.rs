@@ -7,8 +7,9 @@ pub const INPUT_TOKENS: u64 = 17;
 
 // Multi-byte characters early on, so the default 4 chunks already put 2- and 3-byte UTF-8
 // sequences in the stream for split-fragment tests. No character needs JSON escaping.
+// Every word after the first starts with a space, also when the list wraps around.
 const WORDS: [&str; 8] = [
-    "Bonjour",
+    " bonjour",
     " café",
     " 日本",
     " world",
@@ -20,7 +21,10 @@ const WORDS: [&str; 8] = [
 
 /// The text delta number `index` (0-based).
 pub(crate) fn delta(index: usize) -> &'static str {
-    WORDS[index % WORDS.len()]
+    match index {
+        0 => "Bonjour",
+        _ => WORDS[index % WORDS.len()],
+    }
 }
 
 /// The `chunks` deltas in order.
