@@ -568,7 +568,7 @@ async fn model_is_echoed_escaped_and_usage_follows_chunks() {
     assert_eq!(post(&mock, MESSAGES, &body).await.json()["model"], decoded);
     let v = post(&mock, RESPONSES, &body).await.json();
     assert_eq!(v["model"], decoded);
-    assert_eq!(expected_usage(&config), (INPUT_TOKENS, 11));
+    assert_eq!(expected_usage(mock.config()), (INPUT_TOKENS, 11));
     assert_eq!(v["usage"]["output_tokens"], 11);
     assert_eq!(expected_text(&config).split(' ').count(), 11);
     // Same request, same bytes.

@@ -37,6 +37,10 @@ impl Shared {
         }
     }
 
+    pub(crate) fn config(&self) -> &MockConfig {
+        &self.config
+    }
+
     pub(crate) fn request_count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }

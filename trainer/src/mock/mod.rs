@@ -100,6 +100,11 @@ impl MockUpstream {
         format!("http://{}", self.addr)
     }
 
+    /// The config this server answers with.
+    pub fn config(&self) -> &MockConfig {
+        self.shared.config()
+    }
+
     /// Requests received so far, on any path, failed or not.
     pub fn request_count(&self) -> u64 {
         self.shared.request_count()
