@@ -2,4 +2,8 @@
 //!
 //! Every module binds 127.0.0.1 on ephemeral ports and passes addresses explicitly, so
 //! several runs share a machine and everything works inside a Nix build sandbox.
+pub mod check;
+pub mod drive;
 pub mod mock;
+pub mod shapes;
+pub mod train;

@@ -1,0 +1,127 @@
+//! The gateway configuration a shape trains under (schema: `gateway/src/config.rs`).
+
+use toml::{Table, Value};
+
+use crate::shapes::{Posture, Shape};
+
+/// Far above anything a training run sends: the quota accounting runs, nothing is rejected.
+pub const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
+pub const GENEROUS_TOKENS_PER_MINUTE: i64 = 1_000_000_000_000;
+
+/// The config for `shape`: the body's model routed to the mock at `upstream`, listening on
+/// `listen`, one key `key`; the posture decides observability and rate limits.
+pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String {
+    let mut root = Table::new();
+
+    let mut server = Table::new();
+    server.insert("listen".into(), listen.into());
+    server.insert("shutdown_grace_ms".into(), Value::Integer(10_000));
+    root.insert("server".into(), server.into());
+
+    let mut upstream_t = Table::new();
+    upstream_t.insert("connect_timeout_ms".into(), Value::Integer(5_000));
+    upstream_t.insert("first_byte_timeout_ms".into(), Value::Integer(30_000));
+    upstream_t.insert("idle_timeout_ms".into(), Value::Integer(30_000));
+    root.insert("upstream".into(), upstream_t.into());
+
+    let mut obs = Table::new();
+    obs.insert("access_log".into(), "stdout".into());
+    obs.insert("metrics".into(), true.into());
+    root.insert("observability".into(), obs.into());
+
+    let rate_limit = || {
+        let mut rl = Table::new();
+        rl.insert(
+            "requests_per_minute".into(),
+            Value::Integer(GENEROUS_REQUESTS_PER_MINUTE),
+        );
+        rl.insert(
+            "tokens_per_minute".into(),
+            Value::Integer(GENEROUS_TOKENS_PER_MINUTE),
+        );
+        Value::Table(rl)
+    };
+    let limited = shape.posture == Posture::RateLimited;
+
+    let mut k = Table::new();
+    k.insert("name".into(), "trainer".into());
+    k.insert("key".into(), key.into());
+    if limited {
+        k.insert("rate_limit".into(), rate_limit());
+    }
+    root.insert("keys".into(), Value::Array(vec![k.into()]));
+
+    let mut target = Table::new();
+    let provider = if shape.dialect.is_anthropic() {
+        "anthropic"
+    } else {
+        "openai"
+    };
+    target.insert("provider".into(), provider.into());
+    target.insert("base_url".into(), upstream.into());
+    target.insert("model".into(), shape.model.clone().into());
+    let mut model = Table::new();
+    model.insert("name".into(), shape.model.clone().into());
+    if limited {
+        model.insert("rate_limit".into(), rate_limit());
+    }
+    model.insert("targets".into(), Value::Array(vec![target.into()]));
+    root.insert("models".into(), Value::Array(vec![model.into()]));
+
+    toml::to_string(&root).expect("config serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shapes;
+
+    fn shape(name: &str) -> Shape {
+        shapes::find(&shapes::repo_dir(), name).unwrap()
+    }
+
+    #[test]
+    fn default_posture_has_no_rate_limit() {
+        let text = render(
+            &shape("messages-nonstream-minimal"),
+            "http://127.0.0.1:1",
+            "127.0.0.1:2",
+            "k",
+        );
+        let v: Table = toml::from_str(&text).unwrap();
+        assert_eq!(v["server"]["listen"].as_str(), Some("127.0.0.1:2"));
+        assert_eq!(v["observability"]["access_log"].as_str(), Some("stdout"));
+        let model = &v["models"][0];
+        assert_eq!(model["name"].as_str(), Some("claude-sonnet"));
+        assert_eq!(model["targets"][0]["provider"].as_str(), Some("anthropic"));
+        assert_eq!(
+            model["targets"][0]["base_url"].as_str(),
+            Some("http://127.0.0.1:1")
+        );
+        assert!(model.get("rate_limit").is_none());
+        assert!(v["keys"][0].get("rate_limit").is_none());
+        assert_eq!(v["keys"][0]["key"].as_str(), Some("k"));
+    }
+
+    #[test]
+    fn rate_limited_posture_limits_key_and_model() {
+        let text = render(
+            &shape("chat-stream-mid-ratelimited"),
+            "http://127.0.0.1:1",
+            "127.0.0.1:2",
+            "k",
+        );
+        let v: Table = toml::from_str(&text).unwrap();
+        for rl in [&v["keys"][0]["rate_limit"], &v["models"][0]["rate_limit"]] {
+            assert_eq!(
+                rl["requests_per_minute"].as_integer(),
+                Some(GENEROUS_REQUESTS_PER_MINUTE)
+            );
+            assert!(rl["tokens_per_minute"].as_integer().is_some());
+        }
+        assert_eq!(
+            v["models"][0]["targets"][0]["provider"].as_str(),
+            Some("openai")
+        );
+    }
+}
