@@ -187,15 +187,18 @@ impl ProfileKind for Bolt {
     }
 }
 
-/// Distinct functions named in an fdata file (`1 <fn> <off> 1 <fn> <off> <mispred> <count>`
-/// branch lines; other record kinds name the function in the same field).
+/// Distinct functions named in an fdata file. Branch lines are
+/// `<is_sym> <from> <off> <is_sym> <to> <off> <mispred> <count>`; a name counts where its
+/// `is_sym` is 1 (0 marks an address outside any known function, e.g. `[unknown]`).
 pub fn fdata_functions(text: &str) -> u64 {
     let mut names = std::collections::HashSet::new();
     for line in text.lines() {
-        let mut f = line.split_whitespace();
-        if let (Some(kind), Some(name)) = (f.next(), f.next()) {
-            if kind.len() == 1 && kind.as_bytes()[0].is_ascii_digit() {
-                names.insert(name);
+        let f: Vec<&str> = line.split_whitespace().collect();
+        for at in [0, 3] {
+            if f.get(at) == Some(&"1") {
+                if let Some(name) = f.get(at + 1) {
+                    names.insert(*name);
+                }
             }
         }
     }
@@ -236,8 +239,9 @@ mod tests {
 
     #[test]
     fn counts_distinct_functions() {
-        let text = "1 main 12 1 main 1c 0 1\n1 main 1e 1 foo 0 0 3\n1 _init e 1 _init 12 0 1\n";
-        assert_eq!(fdata_functions(text), 2);
+        let text = "1 main 12 1 main 1c 0 1\n1 main 1e 1 foo 0 0 3\n\
+                    0 [unknown] 0 1 frame_dummy/1 0 0 1\n";
+        assert_eq!(fdata_functions(text), 3);
         assert_eq!(fdata_functions(""), 0);
     }
 }
