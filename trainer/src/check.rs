@@ -68,7 +68,7 @@ pub fn check_json(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckError> {
         Dialect::Responses => {
             expect_str(&v, "object", "response")?;
             expect_str(&v, "status", "completed")?;
-            if !v["output"].as_array().is_some_and(|o| !o.is_empty()) {
+            if v["output"].as_array().is_none_or(|o| o.is_empty()) {
                 return Err(shape("response without output"));
             }
             usage(&v["usage"], "input_tokens", "output_tokens", true)
@@ -414,7 +414,7 @@ mod tests {
         out.into_bytes()
     }
 
-    fn chat_events() -> Vec<(Option<&'static str>, &'static str)> {
+    fn chat_events() -> Events {
         vec![
             (
                 None,
@@ -436,7 +436,7 @@ mod tests {
         ]
     }
 
-    fn messages_events() -> Vec<(Option<&'static str>, &'static str)> {
+    fn messages_events() -> Events {
         vec![
             (
                 Some("message_start"),
@@ -463,7 +463,7 @@ mod tests {
         ]
     }
 
-    fn responses_events() -> Vec<(Option<&'static str>, &'static str)> {
+    fn responses_events() -> Events {
         vec![
             (
                 Some("response.created"),
@@ -504,7 +504,9 @@ mod tests {
         ]
     }
 
-    fn all() -> [(Dialect, Vec<(Option<&'static str>, &'static str)>); 3] {
+    type Events = Vec<(Option<&'static str>, &'static str)>;
+
+    fn all() -> [(Dialect, Events); 3] {
         [
             (Dialect::Chat, chat_events()),
             (Dialect::Messages, messages_events()),

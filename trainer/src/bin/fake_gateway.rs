@@ -135,7 +135,7 @@ async fn handle(
         return Ok(Response::new(Full::new(Bytes::from_static(b"ok"))));
     }
     let n = state.count.fetch_add(1, Ordering::Relaxed) + 1;
-    if state.fail_every.is_some_and(|k| n % k == 0) {
+    if state.fail_every.is_some_and(|k| n.is_multiple_of(k)) {
         let mut r = Response::new(Full::new(Bytes::from_static(
             b"{\"error\":{\"message\":\"fake\"}}",
         )));
