@@ -447,7 +447,10 @@ model = "gpt-4o-mini-2024-07-18"
 
     #[test]
     fn zero_rate_limit_is_rejected() {
-        let text = format!("{MINIMAL}rate_limit = {{ requests_per_minute = 0 }}\n");
+        let text = MINIMAL.replace(
+            "name = \"gpt-4o-mini\"\n",
+            "name = \"gpt-4o-mini\"\nrate_limit = { requests_per_minute = 0 }\n",
+        );
         let e = parse(&text).unwrap_err().to_string();
         assert!(e.contains("requests_per_minute"), "{e}");
     }

@@ -1,1 +1,102 @@
-fn main() {}
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use gateway::cli::Cli;
+use gateway::config::Config;
+use gateway::server::{self, Listeners};
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut config = match Config::load(&cli.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(addr) = cli.listen {
+        config.server.listen = addr;
+    }
+    if let Some(w) = cli.workers {
+        config.server.workers = w;
+    }
+    if cli.check_config {
+        println!(
+            "{}: ok ({} models, {} keys)",
+            cli.config.display(),
+            config.models.len(),
+            config.keys.len()
+        );
+        return ExitCode::SUCCESS;
+    }
+
+    let workers = match config.server.workers {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gateway: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        let listeners = Listeners::bind(&config).await?;
+        print_summary(&config, &listeners, workers);
+        server::run(&config, listeners, server::shutdown_signal()).await
+    });
+    // Dropping the runtime ends connection tasks the grace period left behind, and with
+    // them the last access-log senders; then the writer flushes and `main` returns, which
+    // is when an instrumented build writes its profile.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(writer) => {
+            writer.finish();
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_summary(config: &Config, listeners: &Listeners, workers: usize) {
+    let addr = listeners
+        .main_addr()
+        .map_or_else(|_| config.server.listen.to_string(), |a| a.to_string());
+    // Tools (the trainer, tests) read the first line to learn the port.
+    eprintln!("gateway {}: listening on http://{addr}", env!("CARGO_PKG_VERSION"));
+    let metrics = match (config.observability.metrics, listeners.metrics_addr()) {
+        (false, _) => "off".to_owned(),
+        (true, Some(a)) => format!("http://{a}/metrics"),
+        (true, None) => "/metrics on the main listener".to_owned(),
+    };
+    eprintln!("  workers: {workers}; metrics: {metrics}; access log: {:?}", config.observability.access_log);
+    eprintln!(
+        "  keys: {}",
+        if config.keys.is_empty() {
+            "none (open: local use only)".to_owned()
+        } else {
+            config.keys.len().to_string()
+        }
+    );
+    for m in &config.models {
+        let targets: Vec<String> = m
+            .targets
+            .iter()
+            .map(|t| format!("{:?} {} ({})", t.provider, t.base_url, t.model))
+            .collect();
+        eprintln!("  model {}: {}", m.name, targets.join(" -> "));
+    }
+}

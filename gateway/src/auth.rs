@@ -1,0 +1,168 @@
+//! Gateway API keys: `Authorization: Bearer <key>` or `x-api-key: <key>` on every API route.
+
+use std::sync::Arc;
+
+use http::HeaderMap;
+use subtle::ConstantTimeEq;
+
+use crate::config::ApiKey;
+use crate::ratelimit::Limiter;
+
+/// A configured key, compiled.
+pub struct KeyEntry {
+    pub name: Arc<str>,
+    secret: Box<[u8]>,
+    /// Allowed model indexes; `None` = every model.
+    pub allowed: Option<Box<[bool]>>,
+    pub limiter: Option<Limiter>,
+    /// The `/v1/models` body this key sees.
+    pub models_json: bytes::Bytes,
+}
+
+pub enum AuthOutcome<'a> {
+    /// No keys configured: the gateway is open.
+    Open,
+    /// The key's index (for [`Keys::entry`]) and entry.
+    Key(usize, &'a KeyEntry),
+    Missing,
+    Invalid,
+}
+
+pub struct Keys {
+    entries: Vec<KeyEntry>,
+}
+
+impl Keys {
+    /// `model_index` maps model names to indexes; `models_json` renders a model list.
+    pub fn compile(
+        keys: &[ApiKey],
+        model_index: impl Fn(&str) -> usize,
+        model_count: usize,
+        models_json: impl Fn(Option<&[bool]>) -> bytes::Bytes,
+    ) -> Result<Keys, String> {
+        let mut entries = Vec::with_capacity(keys.len());
+        for k in keys {
+            let secret = k
+                .secret()
+                .ok_or_else(|| format!("key {:?}: its secret is not set", k.name))?;
+            let allowed = k.models.as_ref().map(|names| {
+                let mut allowed = vec![false; model_count];
+                for n in names {
+                    allowed[model_index(n)] = true;
+                }
+                allowed.into_boxed_slice()
+            });
+            let models_json = models_json(allowed.as_deref());
+            entries.push(KeyEntry {
+                name: k.name.as_str().into(),
+                secret: secret.into_bytes().into_boxed_slice(),
+                allowed,
+                limiter: k.rate_limit.map(Limiter::new),
+                models_json,
+            });
+        }
+        Ok(Keys { entries })
+    }
+
+    pub fn entry(&self, index: usize) -> &KeyEntry {
+        &self.entries[index]
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn authenticate(&self, headers: &HeaderMap) -> AuthOutcome<'_> {
+        if self.entries.is_empty() {
+            return AuthOutcome::Open;
+        }
+        let Some(presented) = presented_key(headers) else {
+            return AuthOutcome::Missing;
+        };
+        // Compare with every key, without an early exit, so timing says nothing about which
+        // key (or how much of one) matched.
+        let mut found = None;
+        for (i, e) in self.entries.iter().enumerate() {
+            if bool::from(e.secret.ct_eq(presented)) {
+                found = Some(i);
+            }
+        }
+        match found {
+            Some(i) => AuthOutcome::Key(i, &self.entries[i]),
+            None => AuthOutcome::Invalid,
+        }
+    }
+}
+
+impl KeyEntry {
+    pub fn may_use(&self, model: usize) -> bool {
+        self.allowed.as_ref().is_none_or(|a| a[model])
+    }
+}
+
+fn presented_key(headers: &HeaderMap) -> Option<&[u8]> {
+    if let Some(v) = headers.get(http::header::AUTHORIZATION) {
+        let v = v.as_bytes();
+        if v.len() > 7 && v[..7].eq_ignore_ascii_case(b"bearer ") {
+            return Some(v[7..].trim_ascii());
+        }
+    }
+    headers.get("x-api-key").map(|v| v.as_bytes().trim_ascii())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn keys() -> Keys {
+        let cfg = vec![
+            ApiKey {
+                name: "a".into(),
+                key: Some("secret-a".into()),
+                key_env: None,
+                models: None,
+                rate_limit: None,
+            },
+            ApiKey {
+                name: "b".into(),
+                key: Some("secret-b".into()),
+                key_env: None,
+                models: Some(vec!["m1".into()]),
+                rate_limit: None,
+            },
+        ];
+        Keys::compile(&cfg, |n| if n == "m0" { 0 } else { 1 }, 2, |_| bytes::Bytes::new()).unwrap()
+    }
+
+    fn headers(name: &'static str, v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(name, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn bearer_and_x_api_key_both_work() {
+        let k = keys();
+        assert!(matches!(k.authenticate(&headers("authorization", "Bearer secret-a")), AuthOutcome::Key(_, e) if &*e.name == "a"));
+        assert!(matches!(k.authenticate(&headers("authorization", "bearer secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b"));
+        assert!(matches!(k.authenticate(&headers("x-api-key", "secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b"));
+    }
+
+    #[test]
+    fn wrong_and_missing_keys() {
+        let k = keys();
+        assert!(matches!(k.authenticate(&headers("x-api-key", "secret-")), AuthOutcome::Invalid));
+        assert!(matches!(k.authenticate(&headers("authorization", "Basic secret-a")), AuthOutcome::Missing));
+        assert!(matches!(k.authenticate(&HeaderMap::new()), AuthOutcome::Missing));
+    }
+
+    #[test]
+    fn allow_list() {
+        let k = keys();
+        let AuthOutcome::Key(_, b) = k.authenticate(&headers("x-api-key", "secret-b")) else {
+            panic!()
+        };
+        assert!(b.may_use(1) && !b.may_use(0));
+    }
+}

@@ -1,0 +1,112 @@
+//! The end of a request: metrics, the access-log line and token charges, recorded exactly
+//! once, whenever the request ends: a buffered response, the last byte of a stream, or a
+//! client that went away mid-stream (the record is dropped with the stream body).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::access_log::AccessRecord;
+use crate::metrics::Route;
+use crate::state::Gateway;
+use crate::usage::Usage;
+
+pub struct Completion {
+    gw: Arc<Gateway>,
+    start: Instant,
+    ts_ms: u64,
+    pub route: Route,
+    pub request_id: Arc<str>,
+    pub model: Option<usize>,
+    pub key: Option<usize>,
+    pub stream: bool,
+    pub status: u16,
+    pub usage: Usage,
+    pub upstream_start: Option<Instant>,
+    pub upstream_ttfb: Option<Duration>,
+    pub error: Option<&'static str>,
+}
+
+impl Completion {
+    pub fn begin(gw: Arc<Gateway>, route: Route, request_id: Arc<str>) -> Completion {
+        gw.metrics.in_flight.fetch_add(1, Relaxed);
+        let ts_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Completion {
+            gw,
+            start: Instant::now(),
+            ts_ms,
+            route,
+            request_id,
+            model: None,
+            key: None,
+            stream: false,
+            status: 0,
+            usage: Usage::default(),
+            upstream_start: None,
+            upstream_ttfb: None,
+            error: None,
+        }
+    }
+
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gw
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        let gw = &*self.gw;
+        let m = &gw.metrics;
+        m.in_flight.fetch_sub(1, Relaxed);
+        let elapsed = self.start.elapsed();
+        m.request(self.route, self.model).record(self.status, elapsed);
+        let upstream = self.upstream_start.map(|s| s.elapsed());
+        if let Some(mi) = self.model {
+            let slot = m.model(mi);
+            if let Some(d) = upstream {
+                slot.upstream_duration.observe(d);
+            }
+            if let Some(d) = self.upstream_ttfb {
+                slot.upstream_ttfb.observe(d);
+            }
+            if let Some(n) = self.usage.input {
+                slot.input_tokens.fetch_add(n, Relaxed);
+            }
+            if let Some(n) = self.usage.output {
+                slot.output_tokens.fetch_add(n, Relaxed);
+            }
+            let total = self.usage.total();
+            if total > 0 {
+                if let Some(l) = &gw.models[mi].limiter {
+                    l.charge_tokens(total);
+                }
+                if let Some(l) = self.key.and_then(|k| gw.keys.entry(k).limiter.as_ref()) {
+                    l.charge_tokens(total);
+                }
+            }
+        }
+        if gw.access_log.enabled() {
+            gw.access_log.log(AccessRecord {
+                ts_ms: self.ts_ms,
+                request_id: self.request_id.clone(),
+                route: self.route.label(),
+                model: self.model.map(|i| gw.models[i].name.clone()),
+                key: self.key.map(|k| gw.keys.entry(k).name.clone()),
+                status: self.status,
+                stream: self.stream,
+                duration_ms: ms(elapsed),
+                upstream_ttfb_ms: self.upstream_ttfb.map(ms),
+                upstream_ms: upstream.map(ms),
+                input_tokens: self.usage.input,
+                output_tokens: self.usage.output,
+                error: self.error,
+            });
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}

@@ -1,0 +1,138 @@
+//! Errors the gateway itself answers with, rendered in the route's dialect envelope.
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+
+use crate::body::{full, GatewayBody};
+
+/// What went wrong, independent of the dialect that reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    InvalidRequest,
+    Authentication,
+    Permission,
+    NotFound,
+    ModelNotFound,
+    TooLarge,
+    RateLimited,
+    BadGateway,
+    GatewayTimeout,
+    Internal,
+}
+
+impl ErrorKind {
+    pub const fn status(self) -> StatusCode {
+        match self {
+            ErrorKind::InvalidRequest => StatusCode::BAD_REQUEST,
+            ErrorKind::Authentication => StatusCode::UNAUTHORIZED,
+            ErrorKind::Permission => StatusCode::FORBIDDEN,
+            ErrorKind::NotFound | ErrorKind::ModelNotFound => StatusCode::NOT_FOUND,
+            ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
+            ErrorKind::GatewayTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Anthropic's `error.type` values.
+    const fn anthropic_type(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidRequest => "invalid_request_error",
+            ErrorKind::Authentication => "authentication_error",
+            ErrorKind::Permission => "permission_error",
+            ErrorKind::NotFound | ErrorKind::ModelNotFound => "not_found_error",
+            ErrorKind::TooLarge => "request_too_large",
+            ErrorKind::RateLimited => "rate_limit_error",
+            ErrorKind::GatewayTimeout => "timeout_error",
+            ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
+        }
+    }
+
+    /// OpenAI's `error.type` and `error.code` values.
+    const fn openai_type_code(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            ErrorKind::InvalidRequest => ("invalid_request_error", None),
+            ErrorKind::Authentication => ("invalid_request_error", Some("invalid_api_key")),
+            ErrorKind::Permission => ("invalid_request_error", Some("model_not_allowed")),
+            ErrorKind::NotFound => ("invalid_request_error", Some("not_found")),
+            ErrorKind::ModelNotFound => ("invalid_request_error", Some("model_not_found")),
+            ErrorKind::TooLarge => ("invalid_request_error", Some("request_too_large")),
+            ErrorKind::RateLimited => ("requests", Some("rate_limit_exceeded")),
+            ErrorKind::BadGateway => ("server_error", Some("bad_gateway")),
+            ErrorKind::GatewayTimeout => ("server_error", Some("timeout")),
+            ErrorKind::Internal => ("server_error", None),
+        }
+    }
+}
+
+/// An error answered by the gateway (not passed through from an upstream).
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ApiError {
+        ApiError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.kind.status()
+    }
+
+    /// The JSON body in the envelope of `anthropic` (Messages) or OpenAI (everything else).
+    pub fn body(&self, anthropic: bool) -> Bytes {
+        let v = if anthropic {
+            serde_json::json!({
+                "type": "error",
+                "error": { "type": self.kind.anthropic_type(), "message": self.message },
+            })
+        } else {
+            let (ty, code) = self.kind.openai_type_code();
+            serde_json::json!({
+                "error": { "message": self.message, "type": ty, "param": null, "code": code },
+            })
+        };
+        Bytes::from(serde_json::to_vec(&v).expect("serializing a JSON value cannot fail"))
+    }
+
+    pub fn into_response(self, anthropic: bool) -> Response<GatewayBody> {
+        let mut resp = Response::new(full(self.body(anthropic)));
+        *resp.status_mut() = self.status();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_envelope() {
+        let e = ApiError::new(ErrorKind::ModelNotFound, "model `x` does not exist");
+        let v: serde_json::Value = serde_json::from_slice(&e.body(false)).unwrap();
+        assert_eq!(v["error"]["message"], "model `x` does not exist");
+        assert_eq!(v["error"]["type"], "invalid_request_error");
+        assert_eq!(v["error"]["code"], "model_not_found");
+        assert!(v["error"]["param"].is_null());
+        assert_eq!(e.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn anthropic_envelope() {
+        let e = ApiError::new(ErrorKind::RateLimited, "slow down");
+        let v: serde_json::Value = serde_json::from_slice(&e.body(true)).unwrap();
+        assert_eq!(v["type"], "error");
+        assert_eq!(v["error"]["type"], "rate_limit_error");
+        assert_eq!(v["error"]["message"], "slow down");
+    }
+}

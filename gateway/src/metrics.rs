@@ -1,0 +1,287 @@
+//! Prometheus metrics with label sets fixed at start-up.
+//!
+//! Every (route, model) pair gets its own slot of atomics when the config is compiled, so
+//! recording a request is a few relaxed atomic adds: no map look-up, no lock, no allocation.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Routes as metric labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    ChatCompletions,
+    Messages,
+    Responses,
+    Models,
+    Health,
+    Metrics,
+    NotFound,
+}
+
+impl Route {
+    const ALL: [Route; 7] = [
+        Route::ChatCompletions,
+        Route::Messages,
+        Route::Responses,
+        Route::Models,
+        Route::Health,
+        Route::Metrics,
+        Route::NotFound,
+    ];
+
+    pub const fn label(self) -> &'static str {
+        match self {
+            Route::ChatCompletions => "/v1/chat/completions",
+            Route::Messages => "/v1/messages",
+            Route::Responses => "/v1/responses",
+            Route::Models => "/v1/models",
+            Route::Health => "/healthz",
+            Route::Metrics => "/metrics",
+            Route::NotFound => "other",
+        }
+    }
+}
+
+/// Upper bounds of the latency histograms, in seconds.
+const BUCKETS: [f64; 16] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
+    300.0,
+];
+
+#[derive(Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        if let Some(i) = BUCKETS.iter().position(|&b| secs <= b) {
+            self.buckets[i].fetch_add(1, Relaxed);
+        }
+        self.count.fetch_add(1, Relaxed);
+        self.sum_micros.fetch_add(d.as_micros() as u64, Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        for (b, n) in BUCKETS.iter().zip(&self.buckets) {
+            cumulative += n.load(Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {cumulative}");
+        }
+        let count = self.count.load(Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {count}");
+        let sum = self.sum_micros.load(Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+    }
+}
+
+/// Status codes 100..=599 are counted individually.
+const STATUS_MIN: usize = 100;
+const STATUS_SLOTS: usize = 500;
+
+/// Counters for one (route, model) pair.
+pub struct RequestSlot {
+    by_status: Box<[AtomicU64]>,
+    pub duration: Histogram,
+}
+
+impl RequestSlot {
+    fn new() -> RequestSlot {
+        RequestSlot {
+            by_status: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            duration: Histogram::default(),
+        }
+    }
+
+    pub fn record(&self, status: u16, elapsed: Duration) {
+        let i = (status as usize).saturating_sub(STATUS_MIN).min(STATUS_SLOTS - 1);
+        self.by_status[i].fetch_add(1, Relaxed);
+        self.duration.observe(elapsed);
+    }
+}
+
+/// Per-model upstream and accounting counters.
+#[derive(Default)]
+pub struct ModelSlot {
+    pub upstream_duration: Histogram,
+    pub upstream_ttfb: Histogram,
+    pub input_tokens: AtomicU64,
+    pub output_tokens: AtomicU64,
+    pub rate_limited_key: AtomicU64,
+    pub rate_limited_model: AtomicU64,
+    pub failovers: AtomicU64,
+    pub upstream_connect_errors: AtomicU64,
+    pub upstream_timeouts: AtomicU64,
+}
+
+pub struct Metrics {
+    /// Model labels; index `models.len()` is the "no model" slot (unknown or not applicable).
+    models: Vec<String>,
+    /// `requests[route * (models + 1) + model]`.
+    requests: Vec<RequestSlot>,
+    model_slots: Vec<ModelSlot>,
+    pub in_flight: AtomicI64,
+    pub access_log_dropped: AtomicU64,
+}
+
+impl Metrics {
+    pub fn new(models: Vec<String>) -> Metrics {
+        let per_route = models.len() + 1;
+        Metrics {
+            requests: (0..Route::ALL.len() * per_route)
+                .map(|_| RequestSlot::new())
+                .collect(),
+            model_slots: (0..models.len()).map(|_| ModelSlot::default()).collect(),
+            models,
+            in_flight: AtomicI64::new(0),
+            access_log_dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// The request slot of `route` and model index `model` (`None`: no or unknown model).
+    pub fn request(&self, route: Route, model: Option<usize>) -> &RequestSlot {
+        let per_route = self.models.len() + 1;
+        let m = model.unwrap_or(self.models.len()).min(self.models.len());
+        &self.requests[route as usize * per_route + m]
+    }
+
+    pub fn model(&self, model: usize) -> &ModelSlot {
+        &self.model_slots[model]
+    }
+
+    /// The Prometheus text exposition format, version 0.0.4.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        let per_route = self.models.len() + 1;
+        let model_label = |i: usize| self.models.get(i).map(String::as_str).unwrap_or("");
+
+        out.push_str("# HELP gateway_requests_total Requests answered, by route, model and status.\n# TYPE gateway_requests_total counter\n");
+        for (ri, route) in Route::ALL.iter().enumerate() {
+            for mi in 0..per_route {
+                let slot = &self.requests[ri * per_route + mi];
+                for (si, n) in slot.by_status.iter().enumerate() {
+                    let n = n.load(Relaxed);
+                    if n > 0 {
+                        let _ = writeln!(
+                            out,
+                            "gateway_requests_total{{route=\"{}\",model=\"{}\",status=\"{}\"}} {n}",
+                            route.label(),
+                            escape(model_label(mi)),
+                            si + STATUS_MIN
+                        );
+                    }
+                }
+            }
+        }
+        out.push_str("# HELP gateway_request_duration_seconds Time from request head to the last response byte.\n# TYPE gateway_request_duration_seconds histogram\n");
+        for (ri, route) in Route::ALL.iter().enumerate() {
+            for mi in 0..per_route {
+                let slot = &self.requests[ri * per_route + mi];
+                if slot.duration.count.load(Relaxed) > 0 {
+                    let labels = format!(
+                        "route=\"{}\",model=\"{}\"",
+                        route.label(),
+                        escape(model_label(mi))
+                    );
+                    slot.duration
+                        .render(&mut out, "gateway_request_duration_seconds", &labels);
+                }
+            }
+        }
+        type Hist = fn(&ModelSlot) -> &Histogram;
+        let histograms: [(&str, &str, Hist); 2] = [
+            ("gateway_upstream_duration_seconds", "Time from sending upstream to the last upstream byte.", |m| &m.upstream_duration),
+            ("gateway_upstream_ttfb_seconds", "Time from sending upstream to the upstream response head.", |m| &m.upstream_ttfb),
+        ];
+        for (name, help, get) in histograms {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+            for (mi, m) in self.model_slots.iter().enumerate() {
+                let labels = format!("model=\"{}\"", escape(model_label(mi)));
+                get(m).render(&mut out, name, &labels);
+            }
+        }
+        type Counter = fn(&ModelSlot) -> &AtomicU64;
+        let counters: [(&str, &str, &str, Counter); 7] = [
+            ("gateway_tokens_total", "Tokens reported by upstreams.", "direction=\"input\"", |m| &m.input_tokens),
+            ("gateway_tokens_total", "", "direction=\"output\"", |m| &m.output_tokens),
+            ("gateway_rate_limited_total", "Requests rejected by a rate limit, by the limit's scope.", "scope=\"key\"", |m| &m.rate_limited_key),
+            ("gateway_rate_limited_total", "", "scope=\"model\"", |m| &m.rate_limited_model),
+            ("gateway_upstream_failovers_total", "Requests retried on the next target.", "", |m| &m.failovers),
+            ("gateway_upstream_errors_total", "Upstream attempts that failed, by kind.", "kind=\"connect\"", |m| &m.upstream_connect_errors),
+            ("gateway_upstream_errors_total", "", "kind=\"timeout\"", |m| &m.upstream_timeouts),
+        ];
+        for (name, help, extra, get) in counters {
+            if !help.is_empty() {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            }
+            for (mi, m) in self.model_slots.iter().enumerate() {
+                let sep = if extra.is_empty() { "" } else { "," };
+                let _ = writeln!(
+                    out,
+                    "{name}{{model=\"{}\"{sep}{extra}}} {}",
+                    escape(model_label(mi)),
+                    get(m).load(Relaxed)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP gateway_in_flight_requests Requests being served now.\n# TYPE gateway_in_flight_requests gauge\ngateway_in_flight_requests {}",
+            self.in_flight.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n# TYPE gateway_access_log_dropped_total counter\ngateway_access_log_dropped_total {}",
+            self.access_log_dropped.load(Relaxed)
+        );
+        out
+    }
+}
+
+/// Label values escape backslash, double quote and newline.
+fn escape(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains(['\\', '"', '\n']) {
+        s.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+            .into()
+    } else {
+        s.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_render_by_label() {
+        let m = Metrics::new(vec!["gpt".into(), "clau\"de".into()]);
+        m.request(Route::ChatCompletions, Some(0))
+            .record(200, Duration::from_millis(3));
+        m.request(Route::ChatCompletions, Some(0))
+            .record(200, Duration::from_millis(30));
+        m.request(Route::Messages, None).record(404, Duration::ZERO);
+        m.model(0).input_tokens.fetch_add(12, Relaxed);
+        let text = m.render();
+        assert!(text.contains(
+            "gateway_requests_total{route=\"/v1/chat/completions\",model=\"gpt\",status=\"200\"} 2"
+        ));
+        assert!(text.contains(
+            "gateway_requests_total{route=\"/v1/messages\",model=\"\",status=\"404\"} 1"
+        ));
+        assert!(text.contains("gateway_tokens_total{model=\"gpt\",direction=\"input\"} 12"));
+        assert!(text.contains("model=\"clau\\\"de\""));
+        assert!(text.contains(
+            "gateway_request_duration_seconds_bucket{route=\"/v1/chat/completions\",model=\"gpt\",le=\"0.005\"} 1"
+        ));
+        assert!(text.contains(
+            "gateway_request_duration_seconds_count{route=\"/v1/chat/completions\",model=\"gpt\"} 2"
+        ));
+    }
+}

@@ -1,0 +1,114 @@
+//! The streaming response body: upstream SSE bytes pass through frame by frame, untouched,
+//! while the SSE parser reads usage on the side. Dropping it (the client went away) drops
+//! the upstream body, which closes that upstream connection: the upstream request is
+//! cancelled rather than read to the end.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use tokio::time::{Instant, Sleep};
+
+use crate::body::BodyError;
+use crate::completion::Completion;
+use crate::sse::SseParser;
+use crate::usage::StreamUsage;
+
+pub struct AccountedStream {
+    upstream: Incoming,
+    parser: SseParser,
+    usage: StreamUsage,
+    idle: Pin<Box<Sleep>>,
+    idle_timeout: Duration,
+    /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
+    completion: Option<Completion>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("upstream stream was idle for longer than {0:?}")]
+struct IdleTimeout(Duration);
+
+impl AccountedStream {
+    pub fn new(upstream: Incoming, mut completion: Completion, idle_timeout: Duration) -> Self {
+        // Until the stream ends normally, a drop means the client disconnected.
+        completion.error = Some("client_disconnected");
+        AccountedStream {
+            upstream,
+            parser: SseParser::new(),
+            usage: StreamUsage::default(),
+            idle: Box::pin(tokio::time::sleep(idle_timeout)),
+            idle_timeout,
+            completion: Some(completion),
+        }
+    }
+
+    fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
+        if let Some(mut c) = self.completion.take() {
+            c.usage = self.usage.usage();
+            c.error = error;
+            if let Some(s) = status {
+                c.status = s;
+            }
+        }
+    }
+}
+
+impl Drop for AccountedStream {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.completion {
+            c.usage = self.usage.usage();
+        }
+    }
+}
+
+impl Body for AccountedStream {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.upstream).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    let usage = &mut this.usage;
+                    this.parser.feed(data, |event| usage.observe(&event));
+                }
+                let deadline = Instant::now() + this.idle_timeout;
+                this.idle.as_mut().reset(deadline);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.end(Some("upstream_read_error"), None);
+                Poll::Ready(Some(Err(e.into())))
+            }
+            Poll::Ready(None) => {
+                this.end(None, None);
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                if this.idle.as_mut().poll(cx).is_ready() {
+                    // The status line is long gone; 504 in metrics and the log says why the
+                    // client saw a cut stream.
+                    this.end(Some("upstream_idle_timeout"), Some(504));
+                    return Poll::Ready(Some(Err(Box::new(IdleTimeout(this.idle_timeout)))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.upstream.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.upstream.size_hint()
+    }
+}

@@ -1,0 +1,235 @@
+//! Requests-per-minute and tokens-per-minute token buckets, per key and per model.
+//!
+//! Requests are charged on admission. Tokens are only known once the response reports its
+//! usage, so a request is admitted while the token bucket is not in debt and charged
+//! afterwards (the bucket may go negative; later requests wait until it refills).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::config::RateLimit;
+
+#[derive(Debug)]
+struct Bucket {
+    capacity: f64,
+    per_sec: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(per_minute: u64, now: Instant) -> Bucket {
+        Bucket {
+            capacity: per_minute as f64,
+            per_sec: per_minute as f64 / 60.0,
+            tokens: per_minute as f64,
+            last: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.tokens = (self.tokens + dt * self.per_sec).min(self.capacity);
+        self.last = now;
+    }
+
+    /// Time until the bucket holds `need` tokens.
+    fn wait_for(&self, need: f64) -> Duration {
+        Duration::from_secs_f64(((need - self.tokens) / self.per_sec).max(0.0))
+    }
+
+    /// Time until the bucket is full again (the `reset` headers).
+    fn until_full(&self) -> Duration {
+        self.wait_for(self.capacity)
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    requests: Option<Bucket>,
+    tokens: Option<Bucket>,
+}
+
+/// One policy instance (one key's, or one model's).
+#[derive(Debug)]
+pub struct Limiter {
+    state: Mutex<State>,
+    limit: RateLimit,
+}
+
+/// Why a request was refused, with what the 429's headers report.
+#[derive(Debug, Clone)]
+pub struct Rejection {
+    pub retry_after: Duration,
+    pub what: &'static str,
+    headers: Snapshot,
+}
+
+/// Remaining budget, for `x-ratelimit-*` headers.
+#[derive(Debug, Clone, Default)]
+struct Snapshot {
+    requests: Option<(u64, u64, Duration)>,
+    tokens: Option<(u64, u64, Duration)>,
+}
+
+impl Limiter {
+    pub fn new(limit: RateLimit) -> Limiter {
+        Limiter::new_at(limit, Instant::now())
+    }
+
+    fn new_at(limit: RateLimit, now: Instant) -> Limiter {
+        Limiter {
+            state: Mutex::new(State {
+                requests: limit.requests_per_minute.map(|n| Bucket::new(n, now)),
+                tokens: limit.tokens_per_minute.map(|n| Bucket::new(n, now)),
+            }),
+            limit,
+        }
+    }
+
+    /// Takes one request from the bucket, or says how long to wait.
+    pub fn admit(&self) -> Result<(), Rejection> {
+        self.admit_at(Instant::now())
+    }
+
+    fn admit_at(&self, now: Instant) -> Result<(), Rejection> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &mut *s;
+        if let Some(b) = &mut s.requests {
+            b.refill(now);
+        }
+        if let Some(b) = &mut s.tokens {
+            b.refill(now);
+        }
+        if let Some(b) = &s.requests {
+            if b.tokens < 1.0 {
+                return Err(self.reject(s, b.wait_for(1.0), "requests"));
+            }
+        }
+        if let Some(b) = &s.tokens {
+            if b.tokens <= 0.0 {
+                // Admit again once the debt is paid and at least one token is back.
+                return Err(self.reject(s, b.wait_for(1.0), "tokens"));
+            }
+        }
+        if let Some(b) = &mut s.requests {
+            b.tokens -= 1.0;
+        }
+        Ok(())
+    }
+
+    /// Gives back a request admitted here but refused by another limiter.
+    pub fn refund(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = &mut s.requests {
+            b.tokens = (b.tokens + 1.0).min(b.capacity);
+        }
+    }
+
+    /// Charges the tokens a finished request used.
+    pub fn charge_tokens(&self, tokens: u64) {
+        if tokens == 0 || self.limit.tokens_per_minute.is_none() {
+            return;
+        }
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = &mut s.tokens {
+            b.refill(Instant::now());
+            b.tokens -= tokens as f64;
+        }
+    }
+
+    fn reject(&self, s: &State, retry_after: Duration, what: &'static str) -> Rejection {
+        let snap = |b: &Option<Bucket>, limit: Option<u64>| {
+            b.as_ref()
+                .zip(limit)
+                .map(|(b, l)| (l, b.tokens.max(0.0) as u64, b.until_full()))
+        };
+        Rejection {
+            retry_after,
+            what,
+            headers: Snapshot {
+                requests: snap(&s.requests, self.limit.requests_per_minute),
+                tokens: snap(&s.tokens, self.limit.tokens_per_minute),
+            },
+        }
+    }
+}
+
+impl Rejection {
+    /// `Retry-After` (whole seconds, rounded up) and the OpenAI-style `x-ratelimit-*` set.
+    pub fn write_headers(&self, h: &mut HeaderMap) {
+        let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
+        h.insert(http::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        let mut put = |name: &'static str, v: String| {
+            if let Ok(v) = HeaderValue::try_from(v) {
+                h.insert(HeaderName::from_static(name), v);
+            }
+        };
+        if let Some((limit, remaining, reset)) = self.headers.requests {
+            put("x-ratelimit-limit-requests", limit.to_string());
+            put("x-ratelimit-remaining-requests", remaining.to_string());
+            put("x-ratelimit-reset-requests", format!("{:.3}s", reset.as_secs_f64()));
+        }
+        if let Some((limit, remaining, reset)) = self.headers.tokens {
+            put("x-ratelimit-limit-tokens", limit.to_string());
+            put("x-ratelimit-remaining-tokens", remaining.to_string());
+            put("x-ratelimit-reset-tokens", format!("{:.3}s", reset.as_secs_f64()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rl(rpm: Option<u64>, tpm: Option<u64>) -> RateLimit {
+        RateLimit {
+            requests_per_minute: rpm,
+            tokens_per_minute: tpm,
+        }
+    }
+
+    #[test]
+    fn requests_bucket_empties_then_refills() {
+        let t0 = Instant::now();
+        let l = Limiter::new_at(rl(Some(60), None), t0);
+        for _ in 0..60 {
+            l.admit_at(t0).unwrap();
+        }
+        let r = l.admit_at(t0).unwrap_err();
+        assert_eq!(r.what, "requests");
+        assert!(r.retry_after > Duration::from_millis(900) && r.retry_after <= Duration::from_secs(1));
+        // One request per second refills.
+        l.admit_at(t0 + Duration::from_millis(1001)).unwrap();
+        assert!(l.admit_at(t0 + Duration::from_millis(1002)).is_err());
+    }
+
+    #[test]
+    fn tokens_are_charged_after_and_block_until_repaid() {
+        let t0 = Instant::now();
+        let l = Limiter::new_at(rl(None, Some(600)), t0);
+        l.admit_at(t0).unwrap();
+        l.charge_tokens(1000); // 400 in debt
+        let r = l.admit_at(t0).unwrap_err();
+        assert_eq!(r.what, "tokens");
+        let mut h = HeaderMap::new();
+        r.write_headers(&mut h);
+        assert_eq!(h["x-ratelimit-limit-tokens"], "600");
+        assert_eq!(h["x-ratelimit-remaining-tokens"], "0");
+        assert!(h.contains_key("retry-after"));
+        // 10 tokens/s: the debt (~400, minus refill since t0) takes ~40 s.
+        assert!(l.admit_at(t0 + Duration::from_secs(45)).is_ok());
+    }
+
+    #[test]
+    fn refund_returns_a_request() {
+        let t0 = Instant::now();
+        let l = Limiter::new_at(rl(Some(1), None), t0);
+        l.admit_at(t0).unwrap();
+        assert!(l.admit_at(t0).is_err());
+        l.refund();
+        assert!(l.admit_at(t0).is_ok());
+    }
+}

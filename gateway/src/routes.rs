@@ -1,0 +1,111 @@
+//! Request routing: paths to handlers. Routes are matched by exact path, once per request.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response};
+use hyper::body::Incoming;
+
+use crate::auth::AuthOutcome;
+use crate::body::{full, GatewayBody};
+use crate::completion::Completion;
+use crate::dialect::Dialect;
+use crate::error::ErrorKind;
+use crate::metrics::{Metrics, Route};
+use crate::proxy;
+use crate::state::Gateway;
+
+/// The main listener's service.
+pub async fn route(gw: Arc<Gateway>, req: Request<Incoming>) -> Result<Response<GatewayBody>, Infallible> {
+    let dialect = match req.uri().path() {
+        "/v1/chat/completions" => Dialect::Chat,
+        "/v1/messages" => Dialect::Messages,
+        "/v1/responses" => Dialect::Responses,
+        "/healthz" => return Ok(health(&gw.metrics)),
+        "/metrics" if gw.metrics_on_main => return Ok(metrics(&gw.metrics)),
+        "/v1/models" => return Ok(models(gw, &req)),
+        _ => {
+            let id = request_id(&gw, &req);
+            let c = Completion::begin(gw, Route::NotFound, id);
+            let msg = format!("no route for {} {}", req.method(), req.uri().path());
+            return Ok(proxy::fail(c, Dialect::Chat, ErrorKind::NotFound, msg));
+        }
+    };
+    let route = match dialect {
+        Dialect::Chat => Route::ChatCompletions,
+        Dialect::Messages => Route::Messages,
+        Dialect::Responses => Route::Responses,
+    };
+    let id = request_id(&gw, &req);
+    Ok(proxy::handle(Completion::begin(gw, route, id), dialect, req).await)
+}
+
+/// The separate metrics listener's service (`server.metrics_listen`).
+pub async fn metrics_only(
+    m: Arc<Metrics>,
+    req: Request<Incoming>,
+) -> Result<Response<GatewayBody>, Infallible> {
+    Ok(match req.uri().path() {
+        "/metrics" => metrics(&m),
+        "/healthz" => health(&m),
+        _ => {
+            let mut r = Response::new(full(Bytes::from_static(b"not found\n")));
+            *r.status_mut() = http::StatusCode::NOT_FOUND;
+            r
+        }
+    })
+}
+
+fn health(m: &Metrics) -> Response<GatewayBody> {
+    let start = Instant::now();
+    let mut r = Response::new(full(Bytes::from_static(b"ok\n")));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    m.request(Route::Health, None).record(200, start.elapsed());
+    r
+}
+
+fn metrics(m: &Metrics) -> Response<GatewayBody> {
+    let start = Instant::now();
+    let mut r = Response::new(full(m.render()));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    m.request(Route::Metrics, None).record(200, start.elapsed());
+    r
+}
+
+fn models(gw: Arc<Gateway>, req: &Request<Incoming>) -> Response<GatewayBody> {
+    let id = request_id(&gw, req);
+    let mut c = Completion::begin(gw.clone(), Route::Models, id);
+    let body = match gw.keys.authenticate(req.headers()) {
+        AuthOutcome::Open => gw.models_json.clone(),
+        AuthOutcome::Key(i, k) => {
+            c.key = Some(i);
+            k.models_json.clone()
+        }
+        AuthOutcome::Missing | AuthOutcome::Invalid => {
+            return proxy::fail(c, Dialect::Chat, ErrorKind::Authentication, "missing or invalid API key")
+        }
+    };
+    c.status = 200;
+    let mut r = Response::new(full(body));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    proxy::set_request_ids(r.headers_mut(), &c.request_id);
+    r
+}
+
+/// The client's `x-request-id` when it is a sane token, else a fresh one.
+fn request_id(gw: &Gateway, req: &Request<Incoming>) -> Arc<str> {
+    match req.headers().get("x-request-id").map(HeaderValue::as_bytes) {
+        Some(v) if (1..=128).contains(&v.len()) && v.iter().all(|b| b.is_ascii_graphic()) => {
+            // All visible ASCII, so this is valid UTF-8.
+            std::str::from_utf8(v).map_or_else(|_| gw.next_request_id(), Arc::from)
+        }
+        _ => gw.next_request_id(),
+    }
+}

@@ -1,0 +1,169 @@
+//! An incremental Server-Sent Events parser for accounting.
+//!
+//! The gateway passes stream bytes through untouched; this parser only watches them. Events
+//! may be split anywhere across reads, including inside a UTF-8 character, so it works on
+//! bytes and only hands out complete events (terminated by a blank line).
+
+/// Longest event the parser buffers. A longer one is skipped for accounting (never for
+/// passthrough), so a hostile upstream cannot grow the gateway's memory without bound.
+const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// One complete event: its `event:` name (empty if none) and its `data:` lines joined by `\n`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SseEvent<'a> {
+    pub event: &'a [u8],
+    pub data: &'a [u8],
+}
+
+#[derive(Debug, Default)]
+pub struct SseParser {
+    /// An incomplete line carried over from the previous chunk.
+    partial: Vec<u8>,
+    event: Vec<u8>,
+    data: Vec<u8>,
+    has_data: bool,
+    /// The current event grew past [`MAX_EVENT_BYTES`]; drop it at its terminator.
+    oversized: bool,
+}
+
+impl SseParser {
+    pub fn new() -> SseParser {
+        SseParser::default()
+    }
+
+    /// Feeds the next chunk of the stream; calls `on_event` for every event it completes.
+    pub fn feed(&mut self, mut chunk: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
+        while let Some(nl) = chunk.iter().position(|&b| b == b'\n') {
+            let (line, rest) = chunk.split_at(nl);
+            chunk = &rest[1..];
+            if self.partial.is_empty() {
+                self.line(line, &mut on_event);
+            } else {
+                let mut joined = std::mem::take(&mut self.partial);
+                joined.extend_from_slice(line);
+                self.line(&joined, &mut on_event);
+                joined.clear();
+                self.partial = joined;
+            }
+        }
+        if !chunk.is_empty() {
+            if self.partial.len() + chunk.len() > MAX_EVENT_BYTES {
+                self.oversized = true;
+                self.partial.clear();
+            } else {
+                self.partial.extend_from_slice(chunk);
+            }
+        }
+    }
+
+    fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            if self.has_data && !self.oversized {
+                on_event(SseEvent {
+                    event: &self.event,
+                    data: &self.data,
+                });
+            }
+            self.event.clear();
+            self.data.clear();
+            self.has_data = false;
+            self.oversized = false;
+            return;
+        }
+        if self.oversized {
+            return;
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(0) => return, // a comment line
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+                if self.data.len() > MAX_EVENT_BYTES {
+                    self.oversized = true;
+                    self.data.clear();
+                }
+            }
+            b"event" => {
+                self.event.clear();
+                self.event.extend_from_slice(value);
+            }
+            _ => {} // id, retry and unknown fields do not matter for accounting
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(chunks: &[&[u8]]) -> Vec<(String, String)> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            p.feed(c, |e| {
+                out.push((
+                    String::from_utf8(e.event.to_vec()).unwrap(),
+                    String::from_utf8(e.data.to_vec()).unwrap(),
+                ))
+            });
+        }
+        out
+    }
+
+    const STREAM: &[u8] = "event: message_start\ndata: {\"a\":1}\n\n: keepalive\n\ndata: {\"t\":\"日本é\"}\r\n\r\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n".as_bytes();
+
+    fn expected() -> Vec<(String, String)> {
+        vec![
+            ("message_start".into(), "{\"a\":1}".into()),
+            (String::new(), "{\"t\":\"日本é\"}".into()),
+            (String::new(), "line1\nline2".into()),
+            (String::new(), "[DONE]".into()),
+        ]
+    }
+
+    #[test]
+    fn whole_stream_at_once() {
+        assert_eq!(collect(&[STREAM]), expected());
+    }
+
+    #[test]
+    fn one_byte_fragments_split_utf8_and_crlf() {
+        let chunks: Vec<&[u8]> = STREAM.chunks(1).collect();
+        assert_eq!(collect(&chunks), expected());
+    }
+
+    #[test]
+    fn every_split_point() {
+        for i in 0..STREAM.len() {
+            let (a, b) = STREAM.split_at(i);
+            assert_eq!(collect(&[a, b]), expected(), "split at {i}");
+        }
+    }
+
+    #[test]
+    fn incomplete_event_is_not_emitted() {
+        assert!(collect(&[b"data: {\"x\":1}\n"]).is_empty());
+    }
+
+    #[test]
+    fn oversized_event_is_skipped_and_parser_recovers() {
+        let big = vec![b'x'; MAX_EVENT_BYTES + 10];
+        let mut p = SseParser::new();
+        let mut n = Vec::new();
+        p.feed(b"data: ", |_| {});
+        p.feed(&big, |_| {});
+        p.feed(b"\n\ndata: ok\n\n", |e| n.push(e.data.to_vec()));
+        assert_eq!(n, vec![b"ok".to_vec()]);
+    }
+}

@@ -1,0 +1,172 @@
+//! The compiled gateway: everything the hot path needs, built once from the config.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Uri};
+
+use crate::access_log::AccessLog;
+use crate::auth::Keys;
+use crate::config::{Config, Provider};
+use crate::dialect::Dialect;
+use crate::metrics::Metrics;
+use crate::proxy::client::{self, UpstreamClient, UpstreamUrl};
+use crate::ratelimit::Limiter;
+
+/// One upstream target for one dialect, with everything precomputed.
+pub struct Target {
+    pub uri: Uri,
+    /// The upstream model name, already JSON-encoded for splicing into bodies.
+    pub model_json: Bytes,
+    /// The header carrying the upstream key (`authorization` or `x-api-key`), if any.
+    pub auth: Option<(HeaderName, HeaderValue)>,
+    pub provider: Provider,
+}
+
+pub struct ModelEntry {
+    pub name: Arc<str>,
+    pub limiter: Option<Limiter>,
+    /// Targets able to serve each dialect, in failover order (indexed by `Dialect::index`).
+    pub targets: [Vec<Target>; 3],
+}
+
+pub struct Timeouts {
+    pub first_byte: Duration,
+    pub idle: Duration,
+}
+
+pub struct Gateway {
+    pub model_index: HashMap<Box<str>, usize>,
+    pub models: Vec<ModelEntry>,
+    pub keys: Keys,
+    /// `/v1/models` when no keys are configured.
+    pub models_json: Bytes,
+    pub metrics: Arc<Metrics>,
+    pub access_log: AccessLog,
+    pub client: UpstreamClient,
+    pub max_body_bytes: usize,
+    pub timeouts: Timeouts,
+    pub metrics_on_main: bool,
+    request_ids: RequestIds,
+}
+
+impl Gateway {
+    /// Compiles a validated config. Fails only on what validation cannot see (a CA file that
+    /// does not parse, a key whose env var vanished).
+    pub fn build(cfg: &Config, access_log: AccessLog, metrics: Arc<Metrics>) -> Result<Gateway, String> {
+        let model_index: HashMap<Box<str>, usize> = cfg
+            .models
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.name.as_str().into(), i))
+            .collect();
+        let mut models = Vec::with_capacity(cfg.models.len());
+        for m in &cfg.models {
+            let mut targets: [Vec<Target>; 3] = Default::default();
+            for t in &m.targets {
+                let base = UpstreamUrl::parse(&t.base_url)?;
+                let auth = match &t.api_key_env {
+                    None => None,
+                    Some(var) => {
+                        let key = std::env::var(var)
+                            .map_err(|_| format!("model {:?}: environment variable {var} is not set", m.name))?;
+                        let (name, value) = match t.provider {
+                            Provider::Openai => ("authorization", format!("Bearer {key}")),
+                            Provider::Anthropic => ("x-api-key", key),
+                        };
+                        let mut value = HeaderValue::try_from(value).map_err(|_| {
+                            format!("model {:?}: the key in {var} is not a valid header value", m.name)
+                        })?;
+                        value.set_sensitive(true);
+                        Some((HeaderName::from_static(name), value))
+                    }
+                };
+                let model_json = Bytes::from(serde_json::to_vec(&t.model).expect("a string serializes"));
+                for d in Dialect::ALL {
+                    if d.served_by(t.provider) {
+                        targets[d.index()].push(Target {
+                            uri: base.join(d.path()),
+                            model_json: model_json.clone(),
+                            auth: auth.clone(),
+                            provider: t.provider,
+                        });
+                    }
+                }
+            }
+            models.push(ModelEntry {
+                name: m.name.as_str().into(),
+                limiter: m.rate_limit.map(Limiter::new),
+                targets,
+            });
+        }
+        let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
+        let models_json = render_models(&names, None);
+        let keys = Keys::compile(
+            &cfg.keys,
+            |n| model_index[n],
+            names.len(),
+            |allowed| render_models(&names, allowed),
+        )?;
+        Ok(Gateway {
+            model_index,
+            models,
+            keys,
+            models_json,
+            metrics,
+            access_log,
+            client: client::build(&cfg.upstream)?,
+            max_body_bytes: cfg.server.max_body_bytes,
+            timeouts: Timeouts {
+                first_byte: Duration::from_millis(cfg.upstream.first_byte_timeout_ms),
+                idle: Duration::from_millis(cfg.upstream.idle_timeout_ms),
+            },
+            metrics_on_main: cfg.observability.metrics && cfg.server.metrics_listen.is_none(),
+            request_ids: RequestIds::new(),
+        })
+    }
+
+    pub fn next_request_id(&self) -> Arc<str> {
+        self.request_ids.next()
+    }
+}
+
+/// The OpenAI model list; `allowed` filters by index.
+fn render_models(names: &[&str], allowed: Option<&[bool]>) -> Bytes {
+    let data: Vec<_> = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| allowed.is_none_or(|a| a[*i]))
+        .map(|(_, n)| serde_json::json!({"id": n, "object": "model", "created": 0, "owned_by": "gateway"}))
+        .collect();
+    Bytes::from(
+        serde_json::to_vec(&serde_json::json!({"object": "list", "data": data}))
+            .expect("a JSON value serializes"),
+    )
+}
+
+/// Request ids: a per-process random prefix and a counter; unique without coordination.
+struct RequestIds {
+    prefix: u64,
+    counter: AtomicU64,
+}
+
+impl RequestIds {
+    fn new() -> RequestIds {
+        use std::hash::{BuildHasher, Hasher};
+        // RandomState is seeded from the OS; enough to tell processes apart.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        RequestIds {
+            prefix: h.finish(),
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    fn next(&self) -> Arc<str> {
+        let n = self.counter.fetch_add(1, Relaxed);
+        format!("req_{:016x}{n:08x}", self.prefix).into()
+    }
+}
