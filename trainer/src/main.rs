@@ -29,6 +29,8 @@ enum Command {
     Profile(ProfileArgs),
     /// BOLT training stage: drive a BOLT-instrumented gateway per shape, merge the .fdata files.
     BoltProfile(BoltProfileArgs),
+    /// Benchmarks and gates: A/B throughput, callgrind counts, holdout gate, RSS, load.
+    Bench(trainer::bench::cli::BenchArgs),
 }
 
 #[derive(Args)]
@@ -139,6 +141,7 @@ fn main() -> ExitCode {
         Command::Drive(args) => run_drive(args),
         Command::Profile(args) => run_profile(args),
         Command::BoltProfile(args) => run_bolt_profile(args),
+        Command::Bench(args) => trainer::bench::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
