@@ -62,6 +62,10 @@ fn main() {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
         let listener = tokio::net::TcpListener::bind(&listen).await.unwrap();
+        eprintln!(
+            "fake-gateway: listening on http://{}",
+            listener.local_addr().unwrap()
+        );
         loop {
             tokio::select! {
                 accepted = listener.accept() => {

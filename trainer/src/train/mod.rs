@@ -15,24 +15,20 @@ pub mod elf;
 pub mod gateway_config;
 pub mod manifest;
 pub mod pgo;
+pub mod process;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::Bytes;
-use http_body_util::Empty;
-use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 
 use crate::drive::{self, DriveOptions};
-use crate::mock::{MockConfig, MockUpstream};
 use crate::shapes::{self, Shape, ShapeError};
 pub use manifest::{Manifest, ShapeRecord};
-
-/// The gateway key every training config accepts and the driver sends.
-pub const TRAINING_KEY: &str = "trainer-training-key";
+use process::describe;
+pub use process::{GatewayProcess, TRAINING_KEY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
@@ -255,81 +251,34 @@ async fn train_shape(
     raw_dir: &Path,
 ) -> Result<(ShapeRecord, Vec<PathBuf>), TrainError> {
     let fail = |what: String| TrainError::shape(shape, what);
-    let shape_dir = work.join(&shape.name);
-    std::fs::create_dir_all(&shape_dir).map_err(|e| fail(format!("creating work dir: {e}")))?;
+    let gateway = GatewayProcess::start(
+        &opts.gateway_bin,
+        shape,
+        &work.join(&shape.name),
+        kind.env(shape, work),
+        opts.ready_timeout,
+    )
+    .await
+    .map_err(fail)?;
+    let pid = gateway.pid();
+    let spawned_at = gateway.spawned_at;
 
-    let mock = MockUpstream::start(MockConfig::default())
-        .await
-        .map_err(|e| fail(format!("starting the mock upstream: {e}")))?;
-    let port = free_port().map_err(|e| fail(format!("finding a free port: {e}")))?;
-    let listen = format!("127.0.0.1:{port}");
-    let config = gateway_config::render(shape, &mock.base_url(), &listen, TRAINING_KEY);
-    let config_path = shape_dir.join("gateway.toml");
-    std::fs::write(&config_path, config).map_err(|e| fail(format!("writing config: {e}")))?;
-    let stderr_path = shape_dir.join("gateway.stderr");
-    let stderr = std::fs::File::create(&stderr_path)
-        .map_err(|e| fail(format!("creating {}: {e}", stderr_path.display())))?;
-
-    let spawned_at = SystemTime::now();
-    let mut child = tokio::process::Command::new(&opts.gateway_bin)
-        .arg("--config")
-        .arg(&config_path)
-        .envs(kind.env(shape, work))
-        .stdin(Stdio::null())
-        // The default posture logs every request to stdout; the log is not the profile.
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| fail(format!("starting {}: {e}", opts.gateway_bin.display())))?;
-    let pid = child
-        .id()
-        .ok_or_else(|| fail("gateway exited at once".into()))?;
-    let with_log = |what: String| fail(format!("{what}{}", log_tail(&stderr_path)));
-
-    if let Err(what) = wait_ready(&mut child, &listen, opts.ready_timeout).await {
-        let _ = child.kill().await;
-        return Err(with_log(what));
-    }
-
-    let mut drive_opts = DriveOptions::new(format!("http://{listen}"), Some(TRAINING_KEY.into()));
+    let mut drive_opts = DriveOptions::new(gateway.base_url(), Some(TRAINING_KEY.into()));
     drive_opts.request_timeout = Duration::from_secs(30);
     let report = match drive::drive(shape, &drive_opts).await {
-        Ok(r) => r,
+        Ok(r) if r.is_success() => r,
+        Ok(r) => {
+            let what = format!("drive failed: {r}{}", gateway.log_tail());
+            gateway.kill().await;
+            return Err(fail(what));
+        }
         Err(e) => {
-            let _ = child.kill().await;
-            return Err(with_log(format!("drive: {e}")));
+            let what = format!("drive: {e}{}", gateway.log_tail());
+            gateway.kill().await;
+            return Err(fail(what));
         }
     };
-    if !report.is_success() {
-        let _ = child.kill().await;
-        return Err(with_log(format!("drive failed: {report}")));
-    }
-
-    // SAFETY: kill(2) with a pid we spawned and have not reaped yet.
-    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
-        let e = std::io::Error::last_os_error();
-        let _ = child.kill().await;
-        return Err(with_log(format!("sending SIGTERM: {e}")));
-    }
-    let status = match tokio::time::timeout(opts.exit_timeout, child.wait()).await {
-        Ok(Ok(status)) => status,
-        Ok(Err(e)) => return Err(with_log(format!("waiting for exit: {e}"))),
-        Err(_) => {
-            let _ = child.kill().await;
-            return Err(with_log(format!(
-                "gateway did not exit within {:?} after SIGTERM (killed)",
-                opts.exit_timeout
-            )));
-        }
-    };
-    if !status.success() {
-        return Err(with_log(format!(
-            "gateway {} after SIGTERM, expected exit code 0",
-            describe(status)
-        )));
-    }
-    mock.shutdown().await;
+    gateway.stop(opts.exit_timeout).await.map_err(fail)?;
 
     let dest = raw_dir.join(&shape.name);
     std::fs::create_dir_all(&dest)
@@ -368,90 +317,6 @@ async fn train_shape(
         bytes,
     };
     Ok((record, files))
-}
-
-async fn wait_ready(
-    child: &mut tokio::process::Child,
-    listen: &str,
-    timeout: Duration,
-) -> Result<(), String> {
-    let deadline = Instant::now() + timeout;
-    let mut last;
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            return Err(format!(
-                "gateway {} before /healthz answered",
-                describe(status)
-            ));
-        }
-        match get_status(listen, "/healthz").await {
-            Ok(200) => return Ok(()),
-            Ok(code) => last = format!("status {code}"),
-            Err(e) => last = e,
-        }
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "/healthz did not answer 200 within {timeout:?} (last: {last})"
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-/// `GET path` on a fresh connection; the status code.
-pub async fn get_status(authority: &str, path: &str) -> Result<u16, String> {
-    let attempt = async {
-        let tcp = tokio::net::TcpStream::connect(authority)
-            .await
-            .map_err(|e| e.to_string())?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(conn);
-        let req = http::Request::get(path)
-            .header(http::header::HOST, authority)
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| e.to_string())?;
-        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-        Ok(resp.status().as_u16())
-    };
-    tokio::time::timeout(Duration::from_secs(2), attempt)
-        .await
-        .unwrap_or_else(|_| Err("timed out".into()))
-}
-
-fn describe(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with code {code}"),
-        (None, Some(sig)) => format!("was killed by signal {sig}"),
-        _ => format!("ended with {status}"),
-    }
-}
-
-/// The last lines of the gateway's stderr, for error messages.
-fn log_tail(path: &Path) -> String {
-    let mut text = String::new();
-    if let Ok(mut f) = std::fs::File::open(path) {
-        let _ = f.read_to_string(&mut text);
-    }
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    let tail = &lines[lines.len().saturating_sub(10)..];
-    format!(
-        "\n  gateway stderr (last lines):\n    {}",
-        tail.join("\n    ")
-    )
-}
-
-/// A port that was free a moment ago. The gateway takes its address from the config, so
-/// the port is chosen here; a lost race makes the gateway fail to bind, which fails the shape.
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 fn unique() -> u128 {
