@@ -1,0 +1,567 @@
+//! Shared helpers for the gateway's integration tests: write a config, run the real gateway
+//! binary on an ephemeral port, talk to it over HTTP/1.1, read its metrics and access log,
+//! and stop it with SIGTERM (killing it on drop if a test fails half way).
+//!
+//! Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+pub use trainer::mock::{expected_text, expected_usage, MockConfig, MockUpstream};
+
+pub const CHAT: &str = "/v1/chat/completions";
+pub const MESSAGES: &str = "/v1/messages";
+pub const RESPONSES: &str = "/v1/responses";
+
+/// The upstream key the gateway reads from its environment (`api_key_env`).
+pub const UPSTREAM_KEY_ENV: &str = "GATEWAY_TEST_UPSTREAM_KEY";
+pub const UPSTREAM_KEY: &str = "sk-upstream-secret-0123";
+
+/// How long any "eventually" condition may take before a test fails.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A closed local port: bound, then released (connect is refused).
+pub fn closed_port_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    format!("http://{addr}")
+}
+
+/// One `[[models]]` table with one target per `(provider, base_url)`; the upstream model name
+/// is `up-<name>`.
+pub fn model(name: &str, targets: &[(&str, &str)]) -> String {
+    model_with(name, "", targets)
+}
+
+/// Like [`model`], with extra keys (e.g. `rate_limit = {...}`) in the model table.
+pub fn model_with(name: &str, extra: &str, targets: &[(&str, &str)]) -> String {
+    let mut s = format!("[[models]]\nname = \"{name}\"\n{extra}\n");
+    for (provider, base) in targets {
+        s.push_str(&format!(
+            "[[models.targets]]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"up-{name}\"\napi_key_env = \"{UPSTREAM_KEY_ENV}\"\n"
+        ));
+    }
+    s
+}
+
+/// The common case: `gpt` (openai) and `claude` (anthropic) on one mock.
+pub fn two_models(base: &str) -> String {
+    format!(
+        "{}{}",
+        model("gpt", &[("openai", base)]),
+        model("claude", &[("anthropic", base)])
+    )
+}
+
+/// A request body for `path` naming `model`.
+pub fn body(path: &str, model: &str, stream: bool) -> String {
+    match path {
+        CHAT if stream => format!(
+            r#"{{"model":"{model}","messages":[{{"role":"user","content":"Say hi"}}],"stream":true,"stream_options":{{"include_usage":true}},"temperature":0.5}}"#
+        ),
+        CHAT => format!(
+            r#"{{"model":"{model}","messages":[{{"role":"user","content":"Say hi"}}],"temperature":0.5}}"#
+        ),
+        MESSAGES => format!(
+            r#"{{"model":"{model}","max_tokens":64,"system":"be brief","messages":[{{"role":"user","content":"Say hi"}}],"stream":{stream}}}"#
+        ),
+        RESPONSES => format!(
+            r#"{{"model":"{model}","input":"Say hi","instructions":"be brief","stream":{stream}}}"#
+        ),
+        _ => panic!("no body for {path}"),
+    }
+}
+
+/// The model a route is served by in [`two_models`].
+pub fn model_for(path: &str) -> &'static str {
+    if path == MESSAGES {
+        "claude"
+    } else {
+        "gpt"
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A unique scratch file path for this test process.
+pub fn scratch(name: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("gateway-test-{}-{n}-{name}", std::process::id()))
+}
+
+/// A gateway process. Killed on drop unless it was stopped.
+pub struct Gateway {
+    child: Child,
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    config_path: PathBuf,
+}
+
+impl Gateway {
+    /// Writes `config` to a file and starts the gateway on 127.0.0.1:0 with 2 workers.
+    pub async fn start(config: &str) -> Gateway {
+        Self::start_with_args(config, &[]).await
+    }
+
+    pub async fn start_with_args(config: &str, args: &[&str]) -> Gateway {
+        let path = scratch("config.toml");
+        std::fs::write(&path, config).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .arg("--config")
+            .arg(&path)
+            .args(["--listen", "127.0.0.1:0", "--workers", "2"])
+            .args(args)
+            .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning the gateway binary");
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        collect_lines(child.stdout.take().unwrap(), stdout.clone());
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
+        {
+            let err = child.stderr.take().unwrap();
+            let lines = stderr.clone();
+            std::thread::spawn(move || {
+                let mut tx = Some(first_tx);
+                for line in BufReader::new(err).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(line.clone());
+                    }
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        let first = tokio::task::spawn_blocking(move || first_rx.recv_timeout(PATIENCE))
+            .await
+            .unwrap();
+        let mut gw = Gateway {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_addr: None,
+            stdout,
+            stderr,
+            config_path: path,
+        };
+        let first = match first {
+            Ok(line) => line,
+            Err(_) => panic!(
+                "the gateway printed nothing on stderr; exit: {:?}",
+                gw.child.try_wait()
+            ),
+        };
+        let url = first
+            .split("listening on http://")
+            .nth(1)
+            .unwrap_or_else(|| panic!("unexpected first stderr line: {first:?}"));
+        gw.addr = url.trim().parse().unwrap();
+        // Give the summary lines a moment to arrive, then find a separate metrics listener.
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let lines = gw.stderr_lines();
+            if let Some(l) = lines.iter().find(|l| l.contains("metrics:")) {
+                if let Some(rest) = l.split("metrics: http://").nth(1) {
+                    let a = rest.split('/').next().unwrap();
+                    gw.metrics_addr = Some(a.parse().unwrap());
+                }
+                break;
+            }
+            assert!(Instant::now() < deadline, "no summary line: {lines:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Ok(r) = try_send(gw.addr, get("/healthz")).await {
+                if r.status == StatusCode::OK {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "gateway never became healthy");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        gw
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Access-log lines (JSON objects on stdout).
+    pub fn access_log(&self) -> Vec<Value> {
+        self.stdout_lines()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Waits until an access-log line matches `pred`, and returns it.
+    pub async fn wait_log(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(v) = self.access_log().into_iter().find(&pred) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no access-log line {what}; stdout: {:?}",
+                self.stdout_lines()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Sends a request on a fresh connection and reads the whole answer.
+    pub async fn send(&self, req: Req) -> Reply {
+        send(self.addr, req).await
+    }
+
+    /// GET /metrics (on the metrics listener when there is one).
+    pub async fn metrics(&self) -> String {
+        let addr = self.metrics_addr.unwrap_or(self.addr);
+        let r = send(addr, get("/metrics")).await;
+        assert_eq!(r.status, StatusCode::OK);
+        String::from_utf8(r.body.to_vec()).unwrap()
+    }
+
+    /// Waits until `series` (exact name and labels) reads `value` in /metrics.
+    pub async fn wait_metric(&self, series: &str, value: f64) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let text = self.metrics().await;
+            if metric(&text, series) == Some(value) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{series} never became {value}; got {:?}\n{text}",
+                metric(&text, series)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    pub fn sigterm(&self) {
+        signal(self.pid(), "-TERM");
+    }
+
+    /// Waits for the process to exit on its own.
+    pub async fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the gateway did not exit within {limit:?}; stderr: {:?}",
+                self.stderr_lines()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// SIGTERM, then wait for the exit.
+    pub async fn stop(&mut self) -> ExitStatus {
+        self.sigterm();
+        self.wait_exit(PATIENCE).await
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_file(&self.config_path);
+    }
+}
+
+fn collect_lines(r: impl std::io::Read + Send + 'static, into: Arc<Mutex<Vec<String>>>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            into.lock().unwrap().push(line);
+        }
+    });
+}
+
+/// Sends a signal with the `kill` utility (the gateway crate has no libc dev-dependency).
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("running kill")
+        .success();
+    assert!(ok, "kill {sig} {pid} failed");
+}
+
+/// The value of one series (exact name and labels) in Prometheus text.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(series)?;
+        rest.strip_prefix(' ')?.trim().parse().ok()
+    })
+}
+
+/// `gateway_requests_total` for one route, model and status (0 when absent).
+pub fn requests_total(text: &str, route: &str, model: &str, status: u16) -> f64 {
+    metric(
+        text,
+        &format!(
+            "gateway_requests_total{{route=\"{route}\",model=\"{model}\",status=\"{status}\"}}"
+        ),
+    )
+    .unwrap_or(0.0)
+}
+
+pub fn tokens_series(model: &str, direction: &str) -> String {
+    format!("gateway_tokens_total{{model=\"{model}\",direction=\"{direction}\"}}")
+}
+
+/// A request to send.
+#[derive(Clone, Debug)]
+pub struct Req {
+    pub method: Method,
+    pub path: String,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Bytes,
+}
+
+pub fn get(path: &str) -> Req {
+    Req {
+        method: Method::GET,
+        path: path.to_owned(),
+        headers: Vec::new(),
+        body: Bytes::new(),
+    }
+}
+
+pub fn post(path: &str, body: impl Into<Bytes>) -> Req {
+    Req {
+        method: Method::POST,
+        path: path.to_owned(),
+        headers: vec![("content-type".into(), b"application/json".to_vec())],
+        body: body.into(),
+    }
+}
+
+impl Req {
+    pub fn header(mut self, name: &str, value: impl AsRef<[u8]>) -> Req {
+        self.headers
+            .push((name.to_owned(), value.as_ref().to_vec()));
+        self
+    }
+
+    pub fn bearer(self, key: &str) -> Req {
+        self.header("authorization", format!("Bearer {key}"))
+    }
+
+    pub fn x_api_key(self, key: &str) -> Req {
+        self.header("x-api-key", key)
+    }
+
+    fn build(&self) -> Request<Full<Bytes>> {
+        let mut b = Request::builder()
+            .method(self.method.clone())
+            .uri(&self.path)
+            .header("host", "gateway.test");
+        for (n, v) in &self.headers {
+            b = b.header(n.as_str(), v.as_slice());
+        }
+        b.body(Full::new(self.body.clone())).unwrap()
+    }
+}
+
+/// A whole answer; `body_error` is set when the body ended abnormally (a cut stream).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    pub frames: usize,
+    pub body_error: Option<String>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.to_vec()).expect("UTF-8 body")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+}
+
+/// Opens a connection and sends one request; returns the response head with its body still
+/// streaming.
+pub async fn open(addr: SocketAddr, req: Req) -> Result<http::Response<Incoming>, String> {
+    let stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    sender
+        .send_request(req.build())
+        .await
+        .map_err(|e| format!("request: {e}"))
+}
+
+pub async fn try_send(addr: SocketAddr, req: Req) -> Result<Reply, String> {
+    let resp = open(addr, req).await?;
+    let (parts, mut body) = resp.into_parts();
+    let mut buf = Vec::new();
+    let mut frames = 0;
+    let mut body_error = None;
+    loop {
+        match body.frame().await {
+            None => break,
+            Some(Ok(f)) => {
+                if let Ok(d) = f.into_data() {
+                    frames += 1;
+                    buf.extend_from_slice(&d);
+                }
+            }
+            Some(Err(e)) => {
+                body_error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    Ok(Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body: Bytes::from(buf),
+        frames,
+        body_error,
+    })
+}
+
+/// Like [`try_send`], failing the test if the request cannot be sent; bounded by
+/// [`PATIENCE`].
+pub async fn send(addr: SocketAddr, req: Req) -> Reply {
+    let what = format!("{} {}", req.method, req.path);
+    match tokio::time::timeout(PATIENCE, try_send(addr, req)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => panic!("{what}: {e}"),
+        Err(_) => panic!("{what}: no complete answer within {PATIENCE:?}"),
+    }
+}
+
+/// Asserts an OpenAI error envelope `{"error":{"message","type","param","code"}}`.
+pub fn assert_openai_error(r: &Reply, status: u16) -> Value {
+    assert_eq!(
+        r.status.as_u16(),
+        status,
+        "body: {:?}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v = r.json();
+    let e = &v["error"];
+    assert!(e.is_object(), "no OpenAI error envelope: {v}");
+    assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+    assert!(e["type"].is_string(), "{v}");
+    assert!(e.get("param").is_some() && e.get("code").is_some(), "{v}");
+    assert!(
+        v.get("type").is_none(),
+        "OpenAI envelope has no top-level type: {v}"
+    );
+    assert!(r.header("x-gateway-request-id").is_some());
+    v
+}
+
+/// Asserts an Anthropic error envelope `{"type":"error","error":{"type","message"}}` and
+/// returns `error.type`.
+pub fn assert_anthropic_error(r: &Reply, status: u16) -> String {
+    assert_eq!(
+        r.status.as_u16(),
+        status,
+        "body: {:?}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v = r.json();
+    assert_eq!(v["type"], "error", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{v}"
+    );
+    assert!(r.header("x-gateway-request-id").is_some());
+    v["error"]["type"].as_str().expect("error.type").to_owned()
+}
+
+/// Asserts the route's envelope: Anthropic's on /v1/messages, OpenAI's elsewhere.
+pub fn assert_error(path: &str, r: &Reply, status: u16) {
+    if path == MESSAGES {
+        assert_anthropic_error(r, status);
+    } else {
+        assert_openai_error(r, status);
+    }
+}
+
+/// What the mock itself answers to `body` on `path` (sent directly, bypassing the gateway).
+pub async fn direct(mock: &MockUpstream, path: &str, body: &str) -> Reply {
+    send(mock.addr(), post(path, body.to_owned())).await
+}
+
+/// Whether `frames` are complete SSE events (every one ends with a blank line), and their
+/// `data:` payloads.
+pub fn sse_data(body: &[u8]) -> Vec<String> {
+    let text = std::str::from_utf8(body).expect("UTF-8 stream");
+    assert!(text.ends_with("\n\n"), "stream ends mid-event: {text:?}");
+    text.split_terminator("\n\n")
+        .filter_map(|ev| {
+            ev.lines()
+                .find_map(|l| l.strip_prefix("data: ").map(str::to_owned))
+        })
+        .collect()
+}
