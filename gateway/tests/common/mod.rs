@@ -3,7 +3,7 @@
 //! and stop it with SIGTERM (killing it on drop if a test fails half way).
 //!
 //! Each test file uses a different subset of these helpers.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
