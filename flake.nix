@@ -1,0 +1,67 @@
+{
+  description = "A fast three-dialect AI gateway, PGO + BOLT optimized by a chain of derivations";
+
+  inputs = {
+    nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+    crane.url = "github:ipetkov/crane";
+    fenix = {
+      url = "github:nix-community/fenix";
+      inputs.nixpkgs.follows = "nixpkgs";
+    };
+  };
+
+  # Only Nix 2.8 builtins below (no lib.fileset, no builtins.readFileType): CI evaluates this
+  # flake with Debian's nix-bin against the stub inputs in nix/tests/stubs (tier b).
+  outputs =
+    {
+      self,
+      nixpkgs,
+      crane,
+      fenix,
+    }:
+    let
+      # Training runs on the build host, so each system is built natively (no cross chain).
+      systems = [
+        "x86_64-linux"
+        "aarch64-linux"
+      ];
+      forAllSystems =
+        f:
+        builtins.listToAttrs (
+          map (system: {
+            name = system;
+            value = f system;
+          }) systems
+        );
+      mkPgoBoltChain = import ./nix/lib/mkPgoBoltChain.nix { inherit crane fenix; };
+      perSystem = forAllSystems (
+        system:
+        import ./nix/per-system.nix {
+          inherit
+            self
+            nixpkgs
+            crane
+            fenix
+            system
+            mkPgoBoltChain
+            ;
+        }
+      );
+      select = name: builtins.mapAttrs (_: outputs: outputs.${name}) perSystem;
+    in
+    {
+      packages = select "packages";
+      checks = select "checks";
+      devShells = select "devShells";
+      apps = select "apps";
+      formatter = select "formatter";
+
+      overlays.default = final: prev: {
+        gateway = self.packages.${final.stdenv.hostPlatform.system}.gateway-pgo-bolt;
+      };
+
+      lib = {
+        inherit mkPgoBoltChain;
+      };
+    };
+}

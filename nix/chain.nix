@@ -1,0 +1,184 @@
+# The PGO + BOLT chain as separate derivations, independent of crane and of the host.
+#
+#   gateway-instrumented -> gateway-profile -> gateway-pgo -> gateway-bolt-profile
+#     -> gateway-pgo-bolt   (+ gateway: the plain build, same target and profile)
+#
+# Every stage is its own store path, so a binary cache substitutes whatever did not change.
+# The shell logic lives in ./stages/*.sh (one file per stage, passed one by one so that
+# editing one stage does not rebuild the others); the same scripts run in
+# scripts/chain-local.sh without Nix.
+#
+# Arguments:
+#   buildWith       { pname, rustflags, cargoTarget, cargoExtraArgs, binName, postInstall }
+#                   -> derivation with bin/<binName>. One cargo release build with one flag
+#                   set; its dependencies must be built with the same RUSTFLAGS (they are
+#                   instrumented and profile-used too). `postInstall` runs after the binary
+#                   is in $out/bin, with $cargoStderrLog naming cargo's stderr; it must fail
+#                   the build when it fails. nix/crane.nix and nix/host/builder.nix supply one.
+#   runStage        name -> env (attrset) -> script (string) -> derivation. A plain builder
+#                   with bash, coreutils, grep, sed and awk; env becomes the environment.
+#   hostTriple      the build host's target triple: every chain build passes it as
+#                   CARGO_BUILD_TARGET so RUSTFLAGS stay off build scripts and proc macros.
+#   tools           { llvmProfdata, llvmBolt, boltRuntimeLib, mergeFdata, readelf }, each an
+#                   absolute path (never looked up on PATH).
+#   trainer         absolute path of the training command: `<trainer> profile ...` and
+#                   `<trainer> bolt-profile ...` as in the trainer's contract.
+#   shapes          the training data directory, passed as --shapes.
+#   binName         the binary the chain optimizes (default "gateway").
+#   cargoExtraArgs  cargo arguments selecting it (default "-p <binName> --bin <binName>").
+#   extraRustflags  flags prepended to every stage's RUSTFLAGS (default "").
+#   boltFlags       llvm-bolt optimization flags (list; never -use-gnu-stack).
+#   maxMissingProfiles  allowed "no profile data available" warnings in workspace crates.
+#   holdoutGate     null, or a function { plain, pgo, pgoBolt, trainer, shapes, runStage }
+#                   -> derivation: the hook for the holdout gate (its own issue); when given
+#                   it becomes checks.holdout.
+{
+  buildWith,
+  runStage,
+  hostTriple,
+  tools,
+  trainer,
+  shapes,
+  binName ? "gateway",
+  cargoExtraArgs ? "-p ${binName} --bin ${binName}",
+  extraRustflags ? "",
+  boltFlags ? [
+    "-reorder-blocks=ext-tsp"
+    "-reorder-functions=cdsort"
+    "-split-functions"
+    "-split-all-cold"
+    "-split-eh"
+    # -icf=1 is deprecated in BOLT 22.
+    "-icf=all"
+    "-dyno-stats"
+  ],
+  maxMissingProfiles ? 0,
+  holdoutGate ? null,
+}:
+let
+  stages = ./stages;
+  common = stages + "/common.sh";
+  stage = file: "bash ${stages + "/${file}"}";
+  flags = rest: if extraRustflags == "" then rest else "${extraRustflags} ${rest}";
+
+  build =
+    suffix: rustflags: postInstall:
+    buildWith {
+      pname = if suffix == "" then binName else "${binName}-${suffix}";
+      rustflags = flags rustflags;
+      cargoTarget = hostTriple;
+      inherit cargoExtraArgs binName postInstall;
+    };
+
+  # Plain release: the baseline of every comparison; same target dir layout as the others.
+  plain = build "" "" "";
+
+  # The embedded default path only matters when LLVM_PROFILE_FILE is unset; the trainer
+  # always sets it (one file per process, or all runs merge into default_%m.profraw).
+  instrumented = build "instrumented" "-Cprofile-generate=/tmp/${binName}-pgo" "";
+
+  profile = runStage "${binName}-profile" {
+    STAGE_COMMON = common;
+    TRAINER = trainer;
+    GATEWAY_BIN = "${instrumented}/bin/${binName}";
+    LLVM_PROFDATA = tools.llvmProfdata;
+    SHAPES = shapes;
+  } (stage "profile.sh");
+
+  # --emit-relocs: BOLT reorders functions only in relocation mode. The profile is named by
+  # its store path, so a retrained profile changes RUSTFLAGS and rebuilds every crate (cargo
+  # fingerprints the flag string, not the profile's content).
+  pgoFlags = builtins.concatStringsSep " " [
+    "-Cprofile-use=${profile}/gateway.profdata"
+    "-Cllvm-args=-pgo-warn-missing-function"
+    "-Clink-args=-Wl,--emit-relocs"
+  ];
+  pgo =
+    build "pgo" pgoFlags
+      ''
+        STAGE_COMMON=${common} \
+        PROFILE_DIR=${profile} \
+        PROOF_OUT="$out/share/${binName}/pgo-proof.json" \
+        LLVM_PROFDATA=${tools.llvmProfdata} \
+        MAX_MISSING_PROFILES=${toString maxMissingProfiles} \
+        ${stage "pgo-gate.sh"}
+      '';
+
+  boltProfile = runStage "${binName}-bolt-profile" {
+    STAGE_COMMON = common;
+    TRAINER = trainer;
+    GATEWAY_BIN = "${pgo}/bin/${binName}";
+    LLVM_BOLT = tools.llvmBolt;
+    BOLT_RT_LIB = tools.boltRuntimeLib;
+    MERGE_FDATA = tools.mergeFdata;
+    SHAPES = shapes;
+  } (stage "bolt-profile.sh");
+
+  pgoBolt = runStage "${binName}-pgo-bolt" {
+    STAGE_COMMON = common;
+    GATEWAY_BIN = "${pgo}/bin/${binName}";
+    PGO_PROOF = "${pgo}/share/${binName}/pgo-proof.json";
+    FDATA = "${boltProfile}/gateway.fdata";
+    LLVM_BOLT = tools.llvmBolt;
+    READELF = tools.readelf;
+    BOLT_FLAGS = builtins.concatStringsSep " " boltFlags;
+    BIN_NAME = binName;
+  } (stage "bolt-optimize.sh");
+
+  checks = {
+    pgo-proof = runStage "${binName}-check-pgo-proof" {
+      STAGE_COMMON = common;
+      RESULT = pgoBolt;
+      PROFILE_DIR = profile;
+      BOLT_PROFILE = boltProfile;
+      READELF = tools.readelf;
+      BIN_NAME = binName;
+    } "${stage "check-proofs.sh"} && touch $out";
+
+    closure = runStage "${binName}-check-closure" {
+      STAGE_COMMON = common;
+      exportReferencesGraph = [
+        "graph"
+        pgoBolt
+      ];
+      GRAPH = "graph";
+      RESULT = pgoBolt;
+      FORBIDDEN = builtins.concatStringsSep " " (
+        map toString [
+          instrumented
+          profile
+          pgo
+          boltProfile
+          plain
+        ]
+        ++ [ (builtins.dirOf (builtins.dirOf trainer)) ]
+      );
+    } "${stage "check-closure.sh"} && touch $out";
+  }
+  // (
+    if holdoutGate == null then
+      { }
+    else
+      {
+        holdout = holdoutGate {
+          inherit
+            plain
+            pgo
+            pgoBolt
+            trainer
+            shapes
+            runStage
+            ;
+        };
+      }
+  );
+in
+{
+  "${binName}" = plain;
+  "${binName}-instrumented" = instrumented;
+  "${binName}-profile" = profile;
+  "${binName}-pgo" = pgo;
+  "${binName}-bolt-profile" = boltProfile;
+  "${binName}-pgo-bolt" = pgoBolt;
+  inherit checks;
+}

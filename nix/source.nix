@@ -1,0 +1,51 @@
+# The sources, cut so that a change only rebuilds what it touches: `cargo` holds what cargo
+# needs (a README, nix/ or shapes/ change does not rebuild any binary); `shapes` is the
+# training data alone (a shapes change retrains, then rebuilds only the PGO stages); `tests`
+# is `cargo` plus shapes/ for the test suites that read them.
+# builtins.path with a filter, not lib.fileset: lib.fileset needs builtins.readFileType, which
+# Nix 2.8 (Debian's nix-bin, tier b) lacks.
+#
+# Arguments:
+#   root  the repository (a path; `self` in the flake)
+{ root }:
+let
+  rootStr = toString root;
+  rel = path: builtins.substring (builtins.stringLength rootStr + 1) (-1) (toString path);
+  firstSegment = r: builtins.head (builtins.split "/" r);
+  skipped =
+    base:
+    base == "target"
+    || base == "result"
+    || builtins.substring 0 7 base == "result-"
+    || builtins.match ".*\\.(profraw|profdata|fdata)" base != null;
+  cargoTop = [
+    "Cargo.toml"
+    "Cargo.lock"
+    ".cargo"
+    "gateway"
+    "trainer"
+    # config.rs include_str!s the example config.
+    "gateway.example.toml"
+  ];
+  cut =
+    name: tops:
+    builtins.path {
+      path = root;
+      inherit name;
+      filter =
+        path: type:
+        let
+          r = rel path;
+        in
+        builtins.elem (firstSegment r) tops && !(skipped (baseNameOf path));
+    };
+in
+{
+  cargo = cut "gateway-src" cargoTop;
+  tests = cut "gateway-test-src" (cargoTop ++ [ "shapes" ]);
+  shapes = builtins.path {
+    path = root + "/shapes";
+    name = "gateway-shapes";
+    filter = path: type: !(skipped (baseNameOf path));
+  };
+}

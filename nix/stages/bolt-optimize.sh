@@ -1,0 +1,91 @@
+# shellcheck shell=bash
+# Stage: PGO+BOLT. Rewrites the PGO binary with the trained .fdata and proves it did:
+# the output must carry .note.bolt_info, keep a non-executable GNU_STACK, and BOLT must have
+# run in relocation mode with a non-empty profile for some functions. Then bolt-proof.json.
+#
+# Environment:
+#   STAGE_COMMON  path of common.sh
+#   GATEWAY_BIN   the PGO gateway (--emit-relocs, symbols kept)
+#   PGO_PROOF     its pgo-proof.json, carried into the output
+#   FDATA         the merged gateway.fdata
+#   LLVM_BOLT     absolute path of llvm-bolt
+#   READELF       absolute path of readelf
+#   BOLT_FLAGS    the optimization flags (see chain.nix; never -use-gnu-stack: it drops
+#                 GNU_STACK and the tokio thread stacks become executable)
+#   BIN_NAME      installed name (default gateway)
+#   OUT_DIR       install prefix (defaults to $out): bin/, share/<BIN_NAME>/
+set -euo pipefail
+# shellcheck source=common.sh
+. "$STAGE_COMMON"
+STAGE_NAME=${STAGE_NAME:-gateway-pgo-bolt}
+stage_start
+
+need_exe GATEWAY_BIN "${GATEWAY_BIN:-}"
+need_exe LLVM_BOLT "${LLVM_BOLT:-}"
+need_exe READELF "${READELF:-}"
+nonempty "${FDATA:-/nonexistent}" "BOLT profile (.fdata)"
+nonempty "${PGO_PROOF:-/nonexistent}" "pgo-proof.json"
+need_var BOLT_FLAGS
+case " $BOLT_FLAGS " in
+  *" -use-gnu-stack "*) die "-use-gnu-stack makes the thread stacks executable" ;;
+esac
+BIN_NAME=${BIN_NAME:-gateway}
+OUT_DIR=${OUT_DIR:-${out:-}}
+need_var OUT_DIR
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/bolt.XXXXXX")
+# Copy input and profile into the build dir: .note.bolt_info records the whole command line,
+# and a store path in it would become a runtime reference of the output.
+cp "$GATEWAY_BIN" "$work/gateway"
+cp "$FDATA" "$work/gateway.fdata"
+chmod u+w "$work/gateway" "$work/gateway.fdata"
+# shellcheck disable=SC2086 # BOLT_FLAGS is a word list by design
+(cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" gateway -o gateway.bolt \
+  -data=gateway.fdata $BOLT_FLAGS) >"$work/bolt.log" 2>&1 || {
+  cat "$work/bolt.log" >&2
+  die "llvm-bolt failed"
+}
+grep -E 'BOLT-(INFO|WARNING): .*(relocation mode|profile|functions)' "$work/bolt.log" >&2 || true
+
+grep -q 'enabling relocation mode' "$work/bolt.log" ||
+  die "BOLT did not run in relocation mode (link the PGO build with -Wl,--emit-relocs)"
+profiled_line=$(grep -E 'functions in the binary .* have non-empty execution profile' "$work/bolt.log" | head -n1 || true)
+functions_with_profile=$(printf '%s' "$profiled_line" | sed -nE 's/.*BOLT-INFO: ([0-9]+) out of ([0-9]+) functions.*/\1/p')
+functions_total=$(printf '%s' "$profiled_line" | sed -nE 's/.*BOLT-INFO: ([0-9]+) out of ([0-9]+) functions.*/\2/p')
+[ "${functions_with_profile:-0}" -gt 0 ] || die "no function has a BOLT profile: $profiled_line"
+
+note_text=$("$READELF" -p .note.bolt_info "$work/gateway.bolt" 2>/dev/null || true)
+printf '%s\n' "$note_text" | grep -q 'BOLT revision' || die "output has no .note.bolt_info"
+case "$note_text" in
+  */nix/store/*) die ".note.bolt_info names a store path" ;;
+esac
+stack=$("$READELF" -lW "$work/gateway.bolt" | grep GNU_STACK || true)
+[ -n "$stack" ] || die "output has no GNU_STACK program header"
+case "$(printf '%s' "$stack" | awk '{print $7}')" in
+  RW) ;;
+  *) die "GNU_STACK is not plain RW: $stack" ;;
+esac
+
+bolt_version=$("$LLVM_BOLT" --version 2>&1 | grep -E 'LLVM version|BOLT revision' | sed -E 's/^[[:space:]]+//' | paste -sd ';' -)
+mkdir -p "$OUT_DIR/bin" "$OUT_DIR/share/$BIN_NAME"
+tmp="$work/bolt-proof.json"
+{
+  printf '{\n'
+  printf '  "stage": "gateway-pgo-bolt",\n'
+  printf '  "fdata_sha256": %s,\n' "$(json_str "$(sha256_of "$work/gateway.fdata")")"
+  printf '  "fdata_bytes": %s,\n' "$(bytes_of "$work/gateway.fdata")"
+  printf '  "functions_with_profile": %s,\n' "$functions_with_profile"
+  printf '  "functions_total": %s,\n' "${functions_total:-0}"
+  printf '  "input_sha256": %s,\n' "$(json_str "$(sha256_of "$work/gateway")")"
+  printf '  "output_sha256": %s,\n' "$(json_str "$(sha256_of "$work/gateway.bolt")")"
+  printf '  "bolt_version": %s,\n' "$(json_str "$bolt_version")"
+  printf '  "gnu_stack": %s,\n' "$(json_str "$(printf '%s' "$stack" | awk '{print $7}')")"
+  printf '  "bolt_info": %s,\n' "$(json_str "$(printf '%s\n' "$note_text" | grep -o 'BOLT revision.*' | head -n1)")"
+  printf '  "flags": %s\n' "$(json_str "-data=gateway.fdata $BOLT_FLAGS")"
+  printf '}\n'
+} >"$tmp"
+install -m 0755 "$work/gateway.bolt" "$OUT_DIR/bin/$BIN_NAME"
+install -m 0644 "$PGO_PROOF" "$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
+install -m 0644 "$tmp" "$OUT_DIR/share/$BIN_NAME/bolt-proof.json"
+rm -rf "$work"
+stage_done

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Tier b: evaluation. Debian's nix-bin (Nix 2.8) evaluates the flake with nixpkgs, crane, fenix
+# and fenix/rust-analyzer-src overridden by the stub flakes in nix/tests/stubs (the real ones
+# cannot be fetched here): `nix flake show`, every package's, check's and devShell's drvPath,
+# the apps, lib.mkPgoBoltChain, and the wiring of the stages (flags, target, tool paths).
+# Nothing is built. Runs as root without a daemon.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+t0=$(date +%s)
+stubs="$repo/nix/tests/stubs"
+nixf=(
+  --extra-experimental-features 'nix-command flakes'
+  --option substituters ''
+  --option build-users-group ''
+  --no-write-lock-file
+  --override-input nixpkgs "path:$stubs/nixpkgs"
+  --override-input crane "path:$stubs/crane"
+  --override-input fenix "path:$stubs/fenix"
+  --override-input fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
+)
+# A git flake sees tracked files only (and never target/): stage new files with `git add`.
+flake="git+file://$repo"
+fail() {
+  echo "tier b: FAIL: $*" >&2
+  exit 1
+}
+errlog=$(mktemp)
+trap 'rm -f "$errlog"' EXIT
+# nix eval: the value on stdout; the override warnings go to a log shown only on failure.
+ev() {
+  nix eval "${nixf[@]}" "$@" 2>"$errlog" || {
+    cat "$errlog" >&2
+    return 1
+  }
+}
+
+echo "== nix flake show"
+nix flake show "${nixf[@]}" "$flake" 2>"$errlog" | sed 's/^/  /' || {
+  cat "$errlog" >&2
+  fail "nix flake show"
+}
+
+for system in x86_64-linux aarch64-linux; do
+  echo "== $system: drvPaths"
+  for kind in packages checks devShells; do
+    ev --json "$flake#$kind.$system" --apply 'builtins.mapAttrs (n: d: d.drvPath)' >/tmp/tier-b-$kind.json ||
+      { cat /tmp/tier-b-$kind.json; fail "$kind.$system does not evaluate"; }
+    tr ',' '\n' </tmp/tier-b-$kind.json | sed 's/^[{ ]*/  /; s/}$//'
+    echo
+  done
+  for p in gateway gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile gateway-pgo-bolt trainer default; do
+    grep -q "\"$p\":\"/nix/store/" /tmp/tier-b-packages.json || fail "packages.$system.$p missing"
+  done
+  for c in tests clippy fmt pgo-proof closure; do
+    grep -q "\"$c\":\"/nix/store/" /tmp/tier-b-checks.json || fail "checks.$system.$c missing"
+  done
+  if grep -q '"holdout"' /tmp/tier-b-checks.json; then
+    fail "checks.holdout exists but the holdout gate is not wired (it must run something real)"
+  fi
+  ev --json "$flake#apps.$system" --apply 'builtins.mapAttrs (n: a: a.type)' | grep -q '"chain-local":"app"' ||
+    fail "apps.$system.chain-local"
+done
+
+echo "== stage wiring (x86_64-linux)"
+get() { ev --raw "$flake#packages.x86_64-linux.$1"; }
+expect() {
+  case "$2" in
+    *$3*) echo "  ok: $1 has $3" ;;
+    *) fail "$1 = '$2' lacks '$3'" ;;
+  esac
+}
+reject() {
+  case "$2" in
+    *$3*) fail "$1 = '$2' has '$3'" ;;
+    *) echo "  ok: $1 has no $3" ;;
+  esac
+}
+profile=$(get gateway-profile.outPath)
+pgo_flags=$(get gateway-pgo.RUSTFLAGS)
+expect gateway-instrumented.RUSTFLAGS "$(get gateway-instrumented.RUSTFLAGS)" "-Cprofile-generate="
+expect gateway-instrumented.CARGO_BUILD_TARGET "$(get gateway-instrumented.CARGO_BUILD_TARGET)" "x86_64-unknown-linux-gnu"
+expect gateway-pgo.RUSTFLAGS "$pgo_flags" "-Cprofile-use=$profile/gateway.profdata"
+expect gateway-pgo.RUSTFLAGS "$pgo_flags" "-Wl,--emit-relocs"
+expect gateway-pgo.RUSTFLAGS "$pgo_flags" "-pgo-warn-missing-function"
+expect gateway-pgo.postInstall "$(get gateway-pgo.postInstall)" "pgo-gate.sh"
+expect gateway-pgo.CARGO_BUILD_TARGET "$(get gateway-pgo.CARGO_BUILD_TARGET)" "x86_64-unknown-linux-gnu"
+expect gateway-pgo.dontStrip "$(ev --json "$flake#packages.x86_64-linux.gateway-pgo.dontStrip")" "true"
+expect gateway-pgo.cargoArtifacts "$(get gateway-pgo.cargoArtifacts.RUSTFLAGS)" "-Cprofile-use=$profile"
+expect gateway.RUSTFLAGS "[$(get gateway.RUSTFLAGS)]" "[]"
+expect gateway-profile.LLVM_PROFDATA "$(get gateway-profile.LLVM_PROFDATA)" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
+expect gateway-profile.GATEWAY_BIN "$(get gateway-profile.GATEWAY_BIN)" "$(get gateway-instrumented.outPath)/bin/gateway"
+expect gateway-bolt-profile.BOLT_RT_LIB "$(get gateway-bolt-profile.BOLT_RT_LIB)" "stub-bolt-22/lib/libbolt_rt_instr.a"
+expect gateway-bolt-profile.GATEWAY_BIN "$(get gateway-bolt-profile.GATEWAY_BIN)" "$(get gateway-pgo.outPath)/bin/gateway"
+bolt_flags=$(get gateway-pgo-bolt.BOLT_FLAGS)
+expect gateway-pgo-bolt.BOLT_FLAGS "$bolt_flags" "-icf=all"
+reject gateway-pgo-bolt.BOLT_FLAGS "$bolt_flags" "-use-gnu-stack"
+expect gateway-pgo-bolt.FDATA "$(get gateway-pgo-bolt.FDATA)" "$(get gateway-bolt-profile.outPath)/gateway.fdata"
+expect default "$(get default.drvPath)" "$(get gateway-pgo-bolt.drvPath)"
+expect fenix.components "$(ev --raw "$flake#devShells.x86_64-linux.default.LLVM_PROFDATA")" "rust-stable-with-components"
+
+echo "== lib.mkPgoBoltChain with another project's arguments"
+out=$(ev --impure --json "$flake#lib" --apply "lib:
+  let
+    pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.aarch64-linux;
+    c = lib.mkPgoBoltChain {
+      inherit pkgs;
+      src = builtins.toFile \"src\" \"x\";
+      binName = \"other\";
+      trainCommand = \"/bin/false\";
+      trainData = builtins.toFile \"data\" \"y\";
+    };
+  in [ c.other-pgo-bolt.drvPath c.other-pgo.RUSTFLAGS c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks) ]")
+echo "  $out"
+expect mkPgoBoltChain "$out" "other-pgo-bolt.drv"
+expect mkPgoBoltChain "$out" "aarch64-unknown-linux-gnu"
+expect mkPgoBoltChain "$out" '"closure","pgo-proof"'
+
+echo "tier b: PASS in $(($(date +%s) - t0)) s"

@@ -1,0 +1,55 @@
+# shellcheck shell=bash
+# Sourced by scripts/chain-*.sh and nix/tests/tier-*.sh: finds and checks the host tools
+# (TOOLCHAIN.md: rustc's LLVM major must equal llvm-profdata's; /usr/bin/llvm-profdata is
+# LLVM 14 and cannot read rustc's profiles, so only absolute LLVM 22 paths are used), vendors
+# the crates once per Cargo.lock and sets host_nix_args for nix-build.
+: "${repo:?repo must be set}"
+LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
+BOLT_RT_LIB=${BOLT_RT_LIB:-$(dirname "$LLVM_BIN")/lib/libbolt_rt_instr.a}
+for tool in llvm-profdata llvm-bolt merge-fdata; do
+  [ -x "$LLVM_BIN/$tool" ] || {
+    echo "missing $LLVM_BIN/$tool: apt-get install -y llvm-22 bolt-22 libbolt-22-dev" >&2
+    exit 1
+  }
+done
+[ -f "$BOLT_RT_LIB" ] || { echo "missing $BOLT_RT_LIB: apt-get install -y libbolt-22-dev" >&2; exit 1; }
+command -v rustc >/dev/null || { echo "no rustc on PATH" >&2; exit 1; }
+rustc_vv=$(rustc -vV)
+rust_sysroot=$(rustc --print sysroot)
+host_triple=$(printf '%s\n' "$rustc_vv" | sed -n 's/^host: //p')
+rustc_llvm_major=$(printf '%s\n' "$rustc_vv" | sed -nE 's/^LLVM version: ([0-9]+).*/\1/p')
+profdata_major=$("$LLVM_BIN/llvm-profdata" --version | grep -oE 'version [0-9]+' | head -n1 | grep -oE '[0-9]+')
+if [ "$rustc_llvm_major" != "$profdata_major" ]; then
+  echo "rustc uses LLVM $rustc_llvm_major but $LLVM_BIN/llvm-profdata is LLVM $profdata_major" >&2
+  exit 1
+fi
+
+lock_sha=$(sha256sum "$repo/Cargo.lock" | cut -c1-16)
+vendor_dir=${GATEWAY_VENDOR_DIR:-/var/tmp/gateway-vendor-$lock_sha}
+if [ ! -f "$vendor_dir/.complete" ]; then
+  rm -rf "$vendor_dir.tmp"
+  (cd "$repo" && cargo vendor --locked --versioned-dirs "$vendor_dir.tmp" >/dev/null)
+  rm -rf "$vendor_dir"
+  mv "$vendor_dir.tmp" "$vendor_dir"
+  touch "$vendor_dir/.complete"
+fi
+
+# Debian's nix-bin is Nix 2.8, root, no daemon: flakes on, no substituters (no cache here),
+# the sandbox on, with the host tools bound in. /bin etc. for bash, cc, make (jemalloc).
+nix_sandbox_paths="/bin /usr /lib /lib64 /etc/alternatives $rust_sysroot $vendor_dir"
+case "$LLVM_BIN" in
+  /usr/*) ;;
+  *) nix_sandbox_paths="$nix_sandbox_paths $(dirname "$LLVM_BIN")" ;;
+esac
+host_nix_args=(
+  --extra-experimental-features 'nix-command flakes'
+  --option substituters ''
+  --option build-users-group ''
+  --option sandbox true
+  --option sandbox-paths "$nix_sandbox_paths"
+  --argstr rustSysroot "$rust_sysroot"
+  --argstr vendorDir "$vendor_dir"
+  --argstr llvmBin "$LLVM_BIN"
+  --argstr boltRuntimeLib "$BOLT_RT_LIB"
+  --argstr hostTriple "$host_triple"
+)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The PGO + BOLT chain in the Nix sandbox with host tools (tier c, and the README's local
+# command on machines without a binary cache): the SAME nix/chain.nix as the flake, with the
+# host builder (nix/host/builder.nix): host rustc/cargo, Debian's llvm-22/bolt-22, crates
+# vendored beforehand. Needs root (no daemon), Debian's nix-bin, llvm-22, bolt-22,
+# libbolt-22-dev. Each stage is built on its own so its wall time is printed.
+#
+# Usage: scripts/chain-nix-host.sh [OUTDIR]      (default: ./out/nix-host)
+# Environment:
+#   GATEWAY_VENDOR_DIR  where `cargo vendor` writes (default /var/tmp/gateway-vendor-<lock sha>)
+#   LLVM_BIN            LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
+#   CHAIN_ATTRS         stages to build (default: the whole chain and its two checks)
+#   NIX_HOST_ARGS       extra nix-build arguments (tier d passes --arg overrides)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+outdir=${1:-$repo/out/nix-host}
+. "$repo/scripts/chain-host-env.sh"
+
+mkdir -p "$outdir"
+attrs=${CHAIN_ATTRS:-trainer gateway gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.closure}
+timings="$outdir/stage-timings.txt"
+: >"$timings"
+for attr in $attrs; do
+  t0=$(date +%s)
+  # shellcheck disable=SC2086 # NIX_HOST_ARGS is a word list by design
+  nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} \
+    -A "$attr" -o "$outdir/result-$attr" >/dev/null
+  t1=$(date +%s)
+  path=$(readlink "$outdir/result-$attr")
+  printf '%-22s %5d s  %s\n' "$attr" "$((t1 - t0))" "$path" | tee -a "$timings"
+done
+
+if [ -e "$outdir/result-gateway-pgo-bolt" ]; then
+  r="$outdir/result-gateway-pgo-bolt"
+  echo
+  echo "optimized binary: $r/bin/gateway -> $(readlink -f "$r/bin/gateway")"
+  echo "proofs:           $r/share/gateway/pgo-proof.json"
+  echo "                  $r/share/gateway/bolt-proof.json"
+  echo "stage timings:    $timings (a second run prints cache hits: nothing rebuilds)"
+fi
