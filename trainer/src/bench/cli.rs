@@ -1,8 +1,405 @@
-//! `trainer bench`: the benchmark subcommands.
+//! `trainer bench`: the anchored A/B bench by default, and its sibling subcommands
+//! (`callgrind`, `holdout`, `rss`, `load`, `report`).
 
-#[derive(clap::Args, Debug)]
-pub struct BenchArgs {}
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-pub fn run(_args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
-    Err("trainer bench: not implemented yet".into())
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use super::ab::{self, AbOptions};
+use super::callgrind::{self, CallgrindOptions};
+use super::holdout;
+use super::launch::{self, parse_cpus};
+use super::load::{self, LoadOptions};
+use super::report;
+use super::rss::{self, RssOptions};
+use super::{check_variants, Variant};
+use crate::shapes;
+
+type Error = Box<dyn std::error::Error>;
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    #[command(flatten)]
+    ab: AbArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Instructions, simulated I1 misses and branch mispredictions per request under
+    /// callgrind (one worker, exact request counts, marginal: (big - small) / (big - small count)).
+    Callgrind(CallgrindArgs),
+    /// The holdout gate: callgrind on the holdout shape; exits non-zero when any variant's
+    /// instructions per request exceed --max-ratio x the first variant's.
+    Holdout(HoldoutArgs),
+    /// Idle RSS of a gateway after start-up with a config (the example config by default).
+    Rss(RssArgs),
+    /// Keep-alive load check: exits non-zero if any request fails.
+    Load(LoadArgs),
+    /// Writes BENCHMARKS.md from a results directory.
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// The shapes directory.
+    #[arg(long, default_value = "shapes")]
+    shapes: PathBuf,
+    /// Write the result as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the result as markdown here (it is printed to stdout too).
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+    /// Scratch directory (configs, gateway stderr, callgrind out files).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct AbArgs {
+    /// NAME=PATH of a gateway binary; the first is the baseline. Repeat for each variant.
+    #[arg(long = "variant", required = true)]
+    variants: Vec<Variant>,
+    /// The shape to drive.
+    #[arg(long, default_value = "chat-nonstream-minimal")]
+    shape: String,
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Measured windows per gateway run.
+    #[arg(long, default_value_t = 3)]
+    windows: u32,
+    /// Target window length in seconds (sets the request count per window).
+    #[arg(long, default_value_t = 2.0)]
+    window_s: f64,
+    /// Fixed request count per window instead of calibrating from --window-s.
+    #[arg(long)]
+    window_requests: Option<u64>,
+    #[arg(long, default_value_t = 1000)]
+    warmup_requests: u64,
+    /// Keep-alive connections (default: the shape's concurrency).
+    #[arg(long)]
+    connections: Option<u32>,
+    /// Extra attempts of a window with a failed request.
+    #[arg(long, default_value_t = 2)]
+    max_retries: u32,
+    /// Gateway worker threads (0 = one per core).
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Skip the control leg (the baseline against an identical copy of itself).
+    #[arg(long)]
+    no_control: bool,
+    /// Pin the gateway to these CPUs (e.g. 0 or 0-3).
+    #[arg(long)]
+    gateway_cpus: Option<String>,
+    /// Pin the client (this process) to these CPUs.
+    #[arg(long)]
+    client_cpus: Option<String>,
+    /// Pin the mock upstream to these CPUs (default: the client's).
+    #[arg(long)]
+    mock_cpus: Option<String>,
+    /// Client runtime threads.
+    #[arg(long, default_value_t = 1)]
+    client_threads: usize,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct CallgrindCommon {
+    /// NAME=PATH of a gateway binary; the first is the baseline of the ratios.
+    #[arg(long = "variant", required = true)]
+    variants: Vec<Variant>,
+    /// The valgrind executable.
+    #[arg(long, default_value = "valgrind")]
+    valgrind: PathBuf,
+    /// Requests of the small run (start-up and shutdown subtracted with it).
+    #[arg(long, default_value_t = 8)]
+    small: u64,
+    /// Requests of the large run.
+    #[arg(long, default_value_t = 2000)]
+    big: u64,
+    /// Keep-alive connections of the client.
+    #[arg(long, default_value_t = 1)]
+    connections: u32,
+    /// Longest wait for a gateway under valgrind to announce its address, in seconds.
+    #[arg(long, default_value_t = 300)]
+    ready_timeout_s: u64,
+    /// Longest wait for exit after SIGTERM (callgrind writes its file then), in seconds.
+    #[arg(long, default_value_t = 300)]
+    exit_timeout_s: u64,
+    /// Longest one request may take under valgrind, in seconds.
+    #[arg(long, default_value_t = 120)]
+    request_timeout_s: u64,
+}
+
+impl CallgrindCommon {
+    fn options(&self, out_dir: PathBuf) -> CallgrindOptions {
+        CallgrindOptions {
+            valgrind: self.valgrind.clone(),
+            requests_small: self.small,
+            requests_big: self.big,
+            connections: self.connections,
+            out_dir,
+            ready_timeout: Duration::from_secs(self.ready_timeout_s),
+            exit_timeout: Duration::from_secs(self.exit_timeout_s),
+            request_timeout: Duration::from_secs(self.request_timeout_s),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct CallgrindArgs {
+    #[arg(long, default_value = "chat-nonstream-minimal")]
+    shape: String,
+    #[command(flatten)]
+    cg: CallgrindCommon,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct HoldoutArgs {
+    /// Largest allowed instructions/request ratio to the baseline.
+    #[arg(long, default_value_t = 1.0)]
+    max_ratio: f64,
+    /// Also write the full callgrind report as JSON here.
+    #[arg(long)]
+    callgrind_json: Option<PathBuf>,
+    #[command(flatten)]
+    cg: CallgrindCommon,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct RssArgs {
+    #[arg(long)]
+    gateway: PathBuf,
+    #[arg(long, default_value = "gateway.example.toml")]
+    config: PathBuf,
+    /// Wait after /healthz answered before reading VmRSS, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    settle_ms: u64,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct LoadArgs {
+    #[arg(long)]
+    gateway: PathBuf,
+    #[arg(long, default_value = "chat-nonstream-minimal")]
+    shape: String,
+    #[arg(long, default_value_t = 32)]
+    connections: u32,
+    #[arg(long, default_value_t = 50_000)]
+    requests: u64,
+    /// Gateway worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    workers: usize,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// The results directory written by scripts/benchmarks.sh.
+    #[arg(long)]
+    results: PathBuf,
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    out: PathBuf,
+}
+
+pub fn run(args: BenchArgs) -> Result<(), Error> {
+    match args.command {
+        None => run_ab(args.ab),
+        Some(BenchCommand::Callgrind(a)) => run_callgrind(a),
+        Some(BenchCommand::Holdout(a)) => run_holdout(a),
+        Some(BenchCommand::Rss(a)) => run_rss(a),
+        Some(BenchCommand::Load(a)) => run_load(a),
+        Some(BenchCommand::Report(a)) => {
+            let doc = report::document(&a.results)?;
+            std::fs::write(&a.out, doc)?;
+            eprintln!("trainer bench report: wrote {}", a.out.display());
+            Ok(())
+        }
+    }
+}
+
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, Error> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?)
+}
+
+fn work_dir(c: &Common, what: &str) -> PathBuf {
+    c.work_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("trainer-bench-{what}-{}", std::process::id()))
+    })
+}
+
+fn emit<T: Serialize>(c: &Common, value: &T, markdown: &str) -> Result<(), Error> {
+    if let Some(p) = &c.json {
+        write_file(p, &serde_json::to_string_pretty(value)?)?;
+    }
+    if let Some(p) = &c.markdown {
+        write_file(p, markdown)?;
+    }
+    println!("{markdown}");
+    Ok(())
+}
+
+fn write_file(p: &Path, text: &str) -> Result<(), Error> {
+    if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::write(p, text).map_err(|e| format!("writing {}: {e}", p.display()).into())
+}
+
+fn cpus(s: &Option<String>) -> Result<Vec<usize>, Error> {
+    Ok(match s {
+        Some(s) => parse_cpus(s)?,
+        None => Vec::new(),
+    })
+}
+
+fn run_ab(a: AbArgs) -> Result<(), Error> {
+    check_variants(&a.variants)?;
+    let shape = shapes::find(&a.common.shapes, &a.shape)?;
+    let client_cpus = cpus(&a.client_cpus)?;
+    let gateway_cpus = cpus(&a.gateway_cpus)?;
+    let mock_cpus = match &a.mock_cpus {
+        Some(_) => cpus(&a.mock_cpus)?,
+        None => client_cpus.clone(),
+    };
+    if gateway_cpus.iter().any(|c| client_cpus.contains(c)) {
+        return Err("--gateway-cpus and --client-cpus must be disjoint".into());
+    }
+    // Before the runtime exists, so that its threads inherit the mask.
+    if !client_cpus.is_empty() {
+        launch::pin_current(&client_cpus)?;
+    }
+    let opts = AbOptions {
+        rounds: a.rounds,
+        windows: a.windows,
+        window_s: a.window_s,
+        window_requests: a.window_requests,
+        warmup_requests: a.warmup_requests,
+        connections: a.connections.unwrap_or(shape.concurrency),
+        max_retries: a.max_retries,
+        workers: a.workers,
+        control: !a.no_control,
+        gateway_cpus,
+        mock_cpus,
+        work_dir: work_dir(&a.common, "ab"),
+        ready_timeout: Duration::from_secs(60),
+        exit_timeout: Duration::from_secs(60),
+        request_timeout: Duration::from_secs(30),
+    };
+    let r = runtime(a.client_threads)?.block_on(ab::run(&shape, &a.variants, &opts))?;
+    emit(&a.common, &r, &report::ab_markdown(&r))
+}
+
+fn run_callgrind(a: CallgrindArgs) -> Result<(), Error> {
+    check_variants(&a.cg.variants)?;
+    let shape = shapes::find(&a.common.shapes, &a.shape)?;
+    let opts = a.cg.options(work_dir(&a.common, "callgrind"));
+    let r = runtime(1)?.block_on(callgrind::run(&shape, &a.cg.variants, &opts))?;
+    let md = format!(
+        "{}\n{}",
+        report::callgrind_markdown(&r),
+        report::targets_markdown(&r)
+    );
+    emit(&a.common, &r, &md)
+}
+
+fn run_holdout(a: HoldoutArgs) -> Result<(), Error> {
+    check_variants(&a.cg.variants)?;
+    if a.cg.variants.len() < 2 {
+        return Err("the holdout gate needs the baseline and at least one other variant".into());
+    }
+    let all = shapes::load_dir(&a.common.shapes)?;
+    let holdouts: Vec<_> = all.into_iter().filter(|s| s.holdout).collect();
+    let [shape] = holdouts.as_slice() else {
+        return Err(format!(
+            "expected exactly one holdout shape in {}, found {}",
+            a.common.shapes.display(),
+            holdouts.len()
+        )
+        .into());
+    };
+    let opts = a.cg.options(work_dir(&a.common, "holdout"));
+    let r = runtime(1)?.block_on(callgrind::run(shape, &a.cg.variants, &opts))?;
+    if let Some(p) = &a.callgrind_json {
+        write_file(p, &serde_json::to_string_pretty(&r)?)?;
+    }
+    let g = holdout::gate(&r, a.max_ratio)?;
+    let md = format!(
+        "{}\n{}",
+        report::holdout_markdown(&g),
+        report::callgrind_markdown(&r)
+    );
+    emit(&a.common, &g, &md)?;
+    if !g.pass {
+        let worse: Vec<String> = g
+            .lines
+            .iter()
+            .filter(|l| !l.pass)
+            .map(|l| format!("{} {:.4}x", l.variant, l.ratio))
+            .collect();
+        return Err(format!(
+            "holdout gate FAILED on {}: instructions/request over {:.2}x {}: {}",
+            g.shape,
+            g.max_ratio,
+            g.baseline,
+            worse.join(", ")
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn run_rss(a: RssArgs) -> Result<(), Error> {
+    // The example config reads upstream and gateway keys from these variables; their values
+    // do not matter for an idle gateway.
+    let env = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_KEY_TEAM_B"]
+        .iter()
+        .map(|k| ((*k).to_owned(), format!("bench-{}", k.to_lowercase())))
+        .collect();
+    let opts = RssOptions {
+        gateway: a.gateway,
+        config: a.config,
+        env,
+        settle: Duration::from_millis(a.settle_ms),
+        work_dir: work_dir(&a.common, "rss"),
+    };
+    let r = runtime(1)?.block_on(rss::run(&opts))?;
+    emit(&a.common, &r, &report::rss_markdown(&r))
+}
+
+fn run_load(a: LoadArgs) -> Result<(), Error> {
+    let shape = shapes::find(&a.common.shapes, &a.shape)?;
+    let opts = LoadOptions {
+        gateway: a.gateway,
+        connections: a.connections,
+        requests: a.requests,
+        workers: a.workers,
+        work_dir: work_dir(&a.common, "load"),
+    };
+    let r = runtime(2)?.block_on(load::run(&shape, &opts))?;
+    emit(&a.common, &r, &report::load_markdown(&r))?;
+    if !r.pass() {
+        return Err(format!(
+            "load check FAILED: {} of {} requests failed",
+            r.failed, r.requests
+        )
+        .into());
+    }
+    Ok(())
 }

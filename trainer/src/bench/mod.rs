@@ -1,3 +1,110 @@
-//! Benchmarks and gates: anchored A/B throughput, callgrind instruction counts, the holdout
-//! gate, idle RSS and a keep-alive load check, and the markdown report.
+//! Benchmarks and gates: anchored A/B throughput (`ab`), callgrind instruction counts
+//! (`callgrind`), the holdout gate (`holdout`), idle RSS (`rss`), a keep-alive load check
+//! (`load`) and the markdown report (`report`). `stats` holds the pure statistics.
+//!
+//! Every run starts its own mock upstream on its own runtime and its gateways on 127.0.0.1
+//! ephemeral ports, so it works in a sandbox and next to other runs.
+pub mod ab;
+pub mod callgrind;
 pub mod cli;
+pub mod holdout;
+pub mod launch;
+pub mod load;
+pub mod report;
+pub mod rss;
+pub mod stats;
+pub mod upstream;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// A named gateway binary: `--variant plain=target/release/gateway`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl FromStr for Variant {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Variant, String> {
+        let (name, path) = s
+            .split_once('=')
+            .ok_or_else(|| format!("{s:?}: expected NAME=PATH"))?;
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(format!("{name:?}: a variant name is a-z, 0-9, '-' and '_'"));
+        }
+        if path.is_empty() {
+            return Err(format!("{s:?}: empty path"));
+        }
+        Ok(Variant {
+            name: name.to_owned(),
+            path: PathBuf::from(path),
+        })
+    }
+}
+
+/// Variant names must be unique (and not the control's reserved name).
+pub fn check_variants(variants: &[Variant]) -> Result<(), String> {
+    if variants.is_empty() {
+        return Err("give at least one --variant NAME=PATH".into());
+    }
+    for (i, v) in variants.iter().enumerate() {
+        if variants[..i].iter().any(|w| w.name == v.name) {
+            return Err(format!("variant {:?} given twice", v.name));
+        }
+        if v.name == ab::CONTROL {
+            return Err(format!(
+                "{:?} is reserved for the baseline's copy",
+                ab::CONTROL
+            ));
+        }
+        if !v.path.is_file() {
+            return Err(format!(
+                "variant {}: {} is not a file",
+                v.name,
+                v.path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_parse() {
+        let v: Variant = "pgo-bolt=/x/gateway".parse().unwrap();
+        assert_eq!(v.name, "pgo-bolt");
+        assert_eq!(v.path, PathBuf::from("/x/gateway"));
+        assert!("plain".parse::<Variant>().is_err());
+        assert!("=x".parse::<Variant>().is_err());
+        assert!("a b=x".parse::<Variant>().is_err());
+        assert!("a=".parse::<Variant>().is_err());
+    }
+
+    #[test]
+    fn variants_are_unique_and_exist() {
+        let me = std::env::current_exe().unwrap();
+        let v = |n: &str| Variant {
+            name: n.into(),
+            path: me.clone(),
+        };
+        assert!(check_variants(&[v("plain"), v("pgo")]).is_ok());
+        assert!(check_variants(&[v("plain"), v("plain")]).is_err());
+        assert!(check_variants(&[v("control")]).is_err());
+        assert!(check_variants(&[]).is_err());
+        let missing = Variant {
+            name: "x".into(),
+            path: "/nonexistent/gateway".into(),
+        };
+        assert!(check_variants(&[missing]).is_err());
+    }
+}

@@ -1,0 +1,137 @@
+//! The holdout gate: on the one shape that never trains, every optimized variant's
+//! instructions per request (callgrind, marginal) must be at most `max_ratio` x the baseline's
+//! (1.00 by default). Instructions, not throughput, because on these 2-core VMs throughput
+//! moves +-5-10% between identical binaries while callgrind counts repeat to +-0.03%.
+
+use serde::{Deserialize, Serialize};
+
+use super::callgrind::CallgrindReport;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateLine {
+    pub variant: String,
+    pub ir_per_request: f64,
+    pub ratio: f64,
+    pub pass: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateResult {
+    pub shape: String,
+    pub baseline: String,
+    pub max_ratio: f64,
+    pub lines: Vec<GateLine>,
+    pub pass: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error("holdout gate: variant {0} has no instruction count")]
+    Missing(String),
+    #[error("holdout gate: nothing to compare (need a baseline and at least one variant)")]
+    Nothing,
+}
+
+/// Applies the gate to a callgrind report whose first variant is the baseline.
+pub fn gate(report: &CallgrindReport, max_ratio: f64) -> Result<GateResult, GateError> {
+    let Some((base, rest)) = report.variants.split_first() else {
+        return Err(GateError::Nothing);
+    };
+    if rest.is_empty() {
+        return Err(GateError::Nothing);
+    }
+    let base_ir = *base
+        .per_request
+        .get("Ir")
+        .filter(|x| **x > 0.0)
+        .ok_or_else(|| GateError::Missing(base.name.clone()))?;
+    let mut lines = Vec::new();
+    for v in rest {
+        let ir = *v
+            .per_request
+            .get("Ir")
+            .ok_or_else(|| GateError::Missing(v.name.clone()))?;
+        let ratio = ir / base_ir;
+        lines.push(GateLine {
+            variant: v.name.clone(),
+            ir_per_request: ir,
+            ratio,
+            pass: ratio <= max_ratio,
+        });
+    }
+    Ok(GateResult {
+        shape: report.shape.clone(),
+        baseline: base.name.clone(),
+        max_ratio,
+        pass: lines.iter().all(|l| l.pass),
+        lines,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::callgrind::VariantCounts;
+    use std::collections::BTreeMap;
+
+    fn report(irs: &[(&str, f64)]) -> CallgrindReport {
+        CallgrindReport {
+            shape: "responses-stream-mid".into(),
+            requests_small: 8,
+            requests_big: 2000,
+            connections: 1,
+            workers: 1,
+            valgrind: String::new(),
+            baseline: irs.first().map(|x| x.0.to_owned()).unwrap_or_default(),
+            variants: irs
+                .iter()
+                .map(|(n, ir)| VariantCounts {
+                    name: (*n).into(),
+                    binary: String::new(),
+                    small: BTreeMap::new(),
+                    big: BTreeMap::new(),
+                    per_request: [("Ir".to_owned(), *ir)].into(),
+                    ratio_to_baseline: BTreeMap::new(),
+                    seconds: 0.0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn passes_when_not_worse() {
+        let g = gate(
+            &report(&[("plain", 100.0), ("pgo", 92.0), ("pgo-bolt", 100.0)]),
+            1.0,
+        )
+        .unwrap();
+        assert!(g.pass);
+        assert_eq!(g.lines.len(), 2);
+        assert_eq!(g.lines[0].ratio, 0.92);
+    }
+
+    #[test]
+    fn fails_when_one_variant_is_worse() {
+        let g = gate(
+            &report(&[("plain", 100.0), ("pgo", 92.0), ("pgo-bolt", 100.5)]),
+            1.0,
+        )
+        .unwrap();
+        assert!(!g.pass);
+        assert!(g.lines[0].pass);
+        assert!(!g.lines[1].pass);
+        // A tolerance, when given, is explicit.
+        assert!(
+            gate(&report(&[("plain", 100.0), ("pgo-bolt", 100.5)]), 1.01)
+                .unwrap()
+                .pass
+        );
+    }
+
+    #[test]
+    fn refuses_to_pass_on_nothing() {
+        assert!(gate(&report(&[]), 1.0).is_err());
+        assert!(gate(&report(&[("plain", 100.0)]), 1.0).is_err());
+        assert!(gate(&report(&[("plain", 0.0), ("pgo", 0.0)]), 1.0).is_err());
+    }
+}

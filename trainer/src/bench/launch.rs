@@ -1,0 +1,433 @@
+//! Starting a gateway for a measurement: the bench config (the shape's posture with the
+//! access log off and a fixed worker count), an optional wrapper (valgrind), optional CPU
+//! pinning, a preflight that the announced port is this process's listener, and SIGTERM with
+//! a required exit code 0.
+//!
+//! `train::process::GatewayProcess` covers the training case (no wrapper, default posture,
+//! ready on `/healthz`); a measurement needs the extra knobs, so it shares only its parsing
+//! and probing helpers.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use toml::{Table, Value};
+
+use crate::shapes::Shape;
+use crate::train::gateway_config;
+use crate::train::process::{get_status, listening_address};
+
+/// The key every bench config accepts and the bench client sends.
+pub const BENCH_KEY: &str = "trainer-bench-key";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("gateway {bin}: {what}{log}")]
+    Gateway {
+        bin: String,
+        what: String,
+        log: String,
+    },
+}
+
+/// The config for measuring `shape`: its posture routed to `upstream`, port 0, the access log
+/// off (benchmarks measure the proxy, not a log sink) and `workers` worker threads (0 = one per
+/// core).
+pub fn bench_config(shape: &Shape, upstream: &str, workers: usize) -> String {
+    let text = gateway_config::render(shape, upstream, "127.0.0.1:0", BENCH_KEY);
+    let mut root: Table = toml::from_str(&text).expect("rendered config parses");
+    if let Some(Value::Table(obs)) = root.get_mut("observability") {
+        obs.insert("access_log".into(), "off".into());
+    }
+    if let Some(Value::Table(server)) = root.get_mut("server") {
+        server.insert("workers".into(), Value::Integer(workers as i64));
+    }
+    toml::to_string(&root).expect("config serializes")
+}
+
+/// How to start one gateway.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub bin: PathBuf,
+    pub config: PathBuf,
+    /// Extra arguments after `--config`, e.g. `--listen 127.0.0.1:0`.
+    pub args: Vec<OsString>,
+    /// Program and arguments the gateway runs under (valgrind); empty: run it directly.
+    pub wrapper: Vec<OsString>,
+    /// CPUs the gateway (and the wrapper) may run on; empty: no pinning.
+    pub cpus: Vec<usize>,
+    pub env: Vec<(String, String)>,
+    /// Where the gateway's stderr goes (it names the address there).
+    pub stderr: PathBuf,
+    pub ready_timeout: Duration,
+    /// Ready on `/healthz` 200; without it, ready when the address is announced and its
+    /// listener is ours. Callgrind runs skip `/healthz` so that the counted requests are
+    /// exactly the driven ones.
+    pub healthz: bool,
+}
+
+/// A running gateway.
+pub struct Gateway {
+    child: tokio::process::Child,
+    pid: u32,
+    addr: String,
+    bin: String,
+    stderr: PathBuf,
+}
+
+impl Gateway {
+    pub async fn start(l: &Launch) -> Result<Gateway, LaunchError> {
+        let stderr = std::fs::File::create(&l.stderr).map_err(|source| LaunchError::Io {
+            what: format!("creating {}", l.stderr.display()),
+            source,
+        })?;
+        let mut cmd = match l.wrapper.split_first() {
+            Some((prog, rest)) => {
+                let mut c = tokio::process::Command::new(prog);
+                c.args(rest).arg(&l.bin);
+                c
+            }
+            None => tokio::process::Command::new(&l.bin),
+        };
+        cmd.arg("--config")
+            .arg(&l.config)
+            .args(&l.args)
+            .envs(l.env.iter().cloned())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .kill_on_drop(true);
+        if !l.cpus.is_empty() {
+            let cpus = l.cpus.clone();
+            // SAFETY: between fork and exec only async-signal-safe calls are allowed;
+            // sched_setaffinity is a plain syscall on a stack-built set.
+            unsafe {
+                cmd.pre_exec(move || pin_current(&cpus));
+            }
+        }
+        let bin = l.bin.display().to_string();
+        let fail = |what: String, stderr: &Path| LaunchError::Gateway {
+            bin: bin.clone(),
+            what,
+            log: log_tail(stderr),
+        };
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| fail(format!("cannot start: {e}"), &l.stderr))?;
+        let Some(pid) = child.id() else {
+            return Err(fail("exited at once".into(), &l.stderr));
+        };
+        match wait_ready(&mut child, pid, l).await {
+            Ok(addr) => Ok(Gateway {
+                child,
+                pid,
+                addr,
+                bin,
+                stderr: l.stderr.clone(),
+            }),
+            Err(what) => {
+                let _ = child.kill().await;
+                Err(fail(what, &l.stderr))
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// User + system CPU seconds of the whole process so far (all threads).
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let text = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        cpu_seconds_from_stat(&text, clock_ticks())
+    }
+
+    /// `VmRSS` and `VmHWM` in KiB.
+    pub fn memory_kib(&self) -> Option<(u64, u64)> {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        Some((
+            status_kib(&text, "VmRSS")?,
+            status_kib(&text, "VmHWM").unwrap_or(0),
+        ))
+    }
+
+    pub fn log_tail(&self) -> String {
+        log_tail(&self.stderr)
+    }
+
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    /// SIGTERM, then exit code 0 within `timeout` (else killed, and an error).
+    pub async fn stop(mut self, timeout: Duration) -> Result<(), LaunchError> {
+        let fail = |what: String, stderr: &Path| LaunchError::Gateway {
+            bin: self.bin.clone(),
+            what,
+            log: log_tail(stderr),
+        };
+        // SAFETY: kill(2) on our own child, not reaped yet (we hold `child`).
+        if unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGTERM) } != 0 {
+            let e = std::io::Error::last_os_error();
+            let _ = self.child.kill().await;
+            return Err(fail(format!("sending SIGTERM: {e}"), &self.stderr));
+        }
+        match tokio::time::timeout(timeout, self.child.wait()).await {
+            Ok(Ok(status)) if status.success() => Ok(()),
+            Ok(Ok(status)) => Err(fail(
+                format!("after SIGTERM: {status}, expected exit code 0"),
+                &self.stderr,
+            )),
+            Ok(Err(e)) => Err(fail(format!("waiting for exit: {e}"), &self.stderr)),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                Err(fail(
+                    format!("no exit within {timeout:?} after SIGTERM (killed)"),
+                    &self.stderr,
+                ))
+            }
+        }
+    }
+}
+
+async fn wait_ready(
+    child: &mut tokio::process::Child,
+    pid: u32,
+    l: &Launch,
+) -> Result<String, String> {
+    let deadline = Instant::now() + l.ready_timeout;
+    let mut addr: Option<String> = None;
+    let mut last = String::from("no \"listening on http://\" line on stderr yet");
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!("{status} before it was ready"));
+        }
+        if addr.is_none() {
+            addr = std::fs::read_to_string(&l.stderr)
+                .ok()
+                .and_then(|t| listening_address(&t));
+            if let Some(a) = &addr {
+                // Preflight: a port announced by a stale gateway (or anything else) would
+                // make us measure the wrong process.
+                preflight(pid, a)?;
+            }
+        }
+        if let Some(a) = &addr {
+            if !l.healthz {
+                return Ok(a.clone());
+            }
+            match get_status(a, "/healthz").await {
+                Ok(200) => return Ok(a.clone()),
+                Ok(code) => last = format!("/healthz status {code}"),
+                Err(e) => last = format!("/healthz: {e}"),
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("not ready within {:?} ({last})", l.ready_timeout));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Requires that a socket listening on `addr`'s port is an open file of process `pid`.
+pub fn preflight(pid: u32, addr: &str) -> Result<(), String> {
+    let port: u16 = addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| format!("announced address {addr:?} has no port"))?;
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(table) {
+            inodes.extend(listening_inodes(&text, port));
+        }
+    }
+    if inodes.is_empty() {
+        return Err(format!("nothing listens on port {port}"));
+    }
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map_err(|e| format!("reading /proc/{pid}/fd: {e}"))?;
+    for fd in fds.flatten() {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            if let Some(inode) = socket_inode(&target.to_string_lossy()) {
+                if inodes.contains(&inode) {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Err(format!(
+        "port {port} is listened on by another process than the gateway just started (pid {pid})"
+    ))
+}
+
+/// Inodes of the LISTEN sockets on `port` in a `/proc/net/tcp{,6}` table.
+pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    const LISTEN: &str = "0A";
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let local = f.get(1)?;
+            let p = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
+            (p == port && *f.get(3)? == LISTEN).then(|| f.get(9)?.parse().ok())?
+        })
+        .collect()
+}
+
+/// `socket:[12345]` -> 12345.
+pub fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line, in seconds. The command
+/// name in parentheses may hold spaces, so fields are counted after the last `)`.
+pub fn cpu_seconds_from_stat(stat: &str, ticks_per_s: f64) -> Option<f64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ")": state is field 3, so utime (14) is index 11 and stime (15) index 12.
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / ticks_per_s)
+}
+
+/// A `Name:   1234 kB` value of `/proc/PID/status`, in KiB.
+pub fn status_kib(status: &str, name: &str) -> Option<u64> {
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// Restricts the calling thread (and the threads it creates later) to `cpus`.
+pub fn pin_current(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// `0,2-3` -> [0, 2, 3].
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let bad = || format!("bad CPU list {s:?} (expected e.g. 0,2-3)");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("empty CPU list {s:?}"));
+    }
+    Ok(out)
+}
+
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(10)..];
+    format!(
+        "\n  gateway stderr (last lines):\n    {}",
+        tail.join("\n    ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shapes;
+
+    #[test]
+    fn bench_config_turns_the_access_log_off() {
+        let shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
+        let v: Table = toml::from_str(&bench_config(&shape, "http://127.0.0.1:1", 1)).unwrap();
+        assert_eq!(v["observability"]["access_log"].as_str(), Some("off"));
+        assert_eq!(v["server"]["workers"].as_integer(), Some(1));
+        assert_eq!(v["keys"][0]["key"].as_str(), Some(BENCH_KEY));
+    }
+
+    #[test]
+    fn proc_net_tcp_listeners() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 4243 1 0000000000000000 20 4 30 10 -1\n   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4244 1 0000000000000000 100 0 0 10 0\n";
+        assert_eq!(listening_inodes(table, 8080), vec![4242]);
+        assert_eq!(listening_inodes(table, 8081), vec![4244]);
+        assert!(listening_inodes(table, 9).is_empty());
+        assert_eq!(socket_inode("socket:[4242]"), Some(4242));
+        assert_eq!(socket_inode("pipe:[4242]"), None);
+    }
+
+    #[test]
+    fn preflight_sees_our_own_listener_and_refuses_others() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        assert!(preflight(std::process::id(), &addr).is_ok());
+        // PID 1 does not hold our socket.
+        assert!(preflight(1, &addr).is_err());
+        drop(l);
+        assert!(preflight(std::process::id(), &addr).is_err());
+    }
+
+    #[test]
+    fn stat_and_status_parse() {
+        let stat =
+            "1234 (my gw (x)) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 50 0 0 20 0 3 0 100 0 0";
+        assert_eq!(cpu_seconds_from_stat(stat, 100.0), Some(3.0));
+        let status = "Name:\tgateway\nVmHWM:\t   12000 kB\nVmRSS:\t    9876 kB\n";
+        assert_eq!(status_kib(status, "VmRSS"), Some(9876));
+        assert_eq!(status_kib(status, "VmHWM"), Some(12000));
+        assert_eq!(status_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpus("0").unwrap(), vec![0]);
+        assert_eq!(parse_cpus("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert!(parse_cpus("3-1").is_err());
+        assert!(parse_cpus("x").is_err());
+        assert!(parse_cpus("").is_err());
+    }
+}
