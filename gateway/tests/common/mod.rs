@@ -565,3 +565,196 @@ pub fn sse_data(body: &[u8]) -> Vec<String> {
         })
         .collect()
 }
+
+/// A TCP relay in front of an upstream that counts the connections it carried and how many
+/// of them are closed: a way to see the gateway cancel an upstream request.
+pub struct Relay {
+    pub addr: SocketAddr,
+    opened: Arc<AtomicU64>,
+    closed: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    pub async fn start(target: SocketAddr) -> Relay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let opened = Arc::new(AtomicU64::new(0));
+        let closed = Arc::new(AtomicU64::new(0));
+        let (o, c) = (opened.clone(), closed.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                o.fetch_add(1, Ordering::SeqCst);
+                let c = c.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = inbound.set_nodelay(true);
+                        let _ = outbound.set_nodelay(true);
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                    c.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Relay {
+            addr,
+            opened,
+            closed,
+            task,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn opened(&self) -> u64 {
+        self.opened.load(Ordering::SeqCst)
+    }
+
+    pub fn closed(&self) -> u64 {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` carried connections are closed.
+    pub async fn wait_closed(&self, n: u64, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.closed() < n {
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {} relayed connections closed within {limit:?}",
+                self.closed(),
+                self.opened()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A scripted raw-HTTP upstream: reads one request per connection (head and a
+/// content-length body), writes each step's bytes after its delay, then closes the
+/// connection or, with `stall`, holds it open without writing.
+pub struct RawUpstream {
+    pub addr: SocketAddr,
+    requests: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RawUpstream {
+    pub async fn start(script: Vec<(Duration, Vec<u8>)>, stall: bool) -> RawUpstream {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(AtomicU64::new(0));
+        let count = requests.clone();
+        let script = Arc::new(script);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    continue;
+                };
+                let script = script.clone();
+                let count = count.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let body_start = loop {
+                        let Ok(n) = s.read(&mut chunk).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..body_start]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    while buf.len() < body_start + len {
+                        let Ok(n) = s.read(&mut chunk).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    count.fetch_add(1, Ordering::SeqCst);
+                    for (delay, bytes) in script.iter() {
+                        tokio::time::sleep(*delay).await;
+                        if s.write_all(bytes).await.is_err() {
+                            return;
+                        }
+                    }
+                    if stall {
+                        // Until the peer goes away.
+                        let _ = s.read(&mut chunk).await;
+                    }
+                });
+            }
+        });
+        RawUpstream {
+            addr,
+            requests,
+            task,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for RawUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Writes a raw HTTP/1.1 request for `path` with `body` on a new connection.
+pub async fn raw_request(addr: SocketAddr, path: &str, body: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    s
+}
+
+/// Reads from `s` until `needle` has arrived (or fails the test after [`PATIENCE`]).
+pub async fn read_until(s: &mut tokio::net::TcpStream, needle: &[u8]) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let deadline = Instant::now() + PATIENCE;
+    while !got.windows(needle.len()).any(|w| w == needle) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, s.read(&mut chunk)).await {
+            Ok(Ok(0)) => panic!("connection closed before {needle:?}: {got:?}"),
+            Ok(Ok(n)) => got.extend_from_slice(&chunk[..n]),
+            Ok(Err(e)) => panic!("read failed before {needle:?}: {e}"),
+            Err(_) => panic!("no {needle:?} within {PATIENCE:?}: {got:?}"),
+        }
+    }
+    got
+}
