@@ -79,7 +79,7 @@ pub struct Recorded {
     pub rps: f64,
     #[serde(flatten)]
     pub w: Window,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
 }
 

@@ -22,10 +22,11 @@ type Error = Box<dyn std::error::Error>;
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
+    // Boxed: the arguments are large and `trainer`'s command enum holds them inline.
     #[command(subcommand)]
-    command: Option<BenchCommand>,
+    command: Option<Box<BenchCommand>>,
     #[command(flatten)]
-    ab: AbArgs,
+    ab: Box<AbArgs>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -216,8 +217,8 @@ struct ReportArgs {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Error> {
-    match args.command {
-        None => run_ab(args.ab),
+    match args.command.map(|c| *c) {
+        None => run_ab(*args.ab),
         Some(BenchCommand::Callgrind(a)) => run_callgrind(a),
         Some(BenchCommand::Holdout(a)) => run_holdout(a),
         Some(BenchCommand::Rss(a)) => run_rss(a),

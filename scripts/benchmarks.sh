@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Regenerates BENCHMARKS.md from ONE run: builds plain, PGO and PGO+BOLT with the host chain
+# (scripts/chain-local.sh; its per-stage wall times are the build-cost table), trains a second
+# PGO profile on the benchmarked shape alone (dilution check), then measures:
+#   callgrind  instructions / I1 misses / mispredictions per request, chat-nonstream-minimal
+#   holdout    the gate on the holdout shape (instructions/request <= 1.00x plain)
+#   ab         anchored interleaved throughput with a control leg (noisy, report only)
+#   rss, load  idle RSS with gateway.example.toml; 32-connection keep-alive load check
+# and writes BENCHMARKS.md with `trainer bench report`.
+#
+# Usage: scripts/benchmarks.sh [RESULTS_DIR]          (default ./out/bench)
+# Environment (optional):
+#   CHAIN_OUT    reuse this chain-local output (and its stage-timings.txt) instead of building
+#   TARGET_BASE  cargo target dirs for the chain (default RESULTS_DIR/chain-target: a cold build,
+#                so the build-cost table is honest; point it at a warm one to save time)
+#   LLVM_BIN     LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
+#   AB_ROUNDS AB_WINDOWS AB_WINDOW_S   throughput schedule (default 3 3 2)
+#   BENCHMARKS_MD  where to write (default ./BENCHMARKS.md)
+# Takes ~40 min on a 2-core VM from cold (chain ~20, measurements ~15).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+results=${1:-$repo/out/bench}
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
+export LLVM_BIN
+out_md=${BENCHMARKS_MD:-$repo/BENCHMARKS.md}
+shapes="$repo/shapes"
+cd "$repo"
+log() { printf '\n== %s: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+t0=$(date +%s)
+
+# The measuring tool: release without fat LTO (it is not the product).
+log "building trainer"
+CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+  cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
+trainer="$repo/target/bench-trainer/release/trainer"
+
+if [ -z "${CHAIN_OUT:-}" ]; then
+  CHAIN_OUT="$results/chain"
+  log "chain (scripts/chain-local.sh) into $CHAIN_OUT"
+  TRAINER="$trainer" TARGET_BASE="${TARGET_BASE:-$results/chain-target}" \
+    bash "$repo/scripts/chain-local.sh" "$CHAIN_OUT"
+fi
+plain="$CHAIN_OUT/gateway/bin/gateway"
+pgo="$CHAIN_OUT/gateway-pgo/bin/gateway"
+pgo_bolt="$CHAIN_OUT/gateway-pgo-bolt/bin/gateway"
+instrumented="$CHAIN_OUT/gateway-instrumented/bin/gateway"
+for b in "$plain" "$pgo" "$pgo_bolt" "$instrumented"; do
+  [ -x "$b" ] || { echo "missing chain output $b" >&2; exit 1; }
+done
+
+# Build costs: chain-local.sh's `NAME  SECONDS s  PATH` lines, plain first.
+timings="$CHAIN_OUT/stage-timings.txt"
+if [ -f "$timings" ]; then
+  {
+    awk '$1 == "gateway" { print "plain (gateway)\t" $2 }' "$timings"
+    awk '$1 != "gateway" { print $1 "\t" $2 }' "$timings"
+  } >"$results/build-times.tsv"
+fi
+
+# Dilution: the same instrumented binary trained on the benchmarked shape alone, then the same
+# PGO flags as chain-local.sh's gateway-pgo stage, through the same stage scripts.
+single_shapes="$results/shapes-single"
+rm -rf "$single_shapes" && mkdir -p "$single_shapes"
+cp "$shapes/chat-nonstream-minimal.toml" "$single_shapes/"
+cp -R "$shapes/bodies" "$single_shapes/"
+host_triple=$(rustc -vV | sed -n 's/^host: //p')
+export STAGE_COMMON="$repo/nix/stages/common.sh"
+if [ ! -x "$results/gateway-pgo-single/bin/gateway" ]; then
+  log "dilution: profile on chat-nonstream-minimal alone"
+  rm -rf "$results/profile-single" "$results/profile-single.tmp"
+  env STAGE_NAME=gateway-profile-single OUT_DIR="$results/profile-single.tmp" TRAINER="$trainer" \
+    GATEWAY_BIN="$instrumented" LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" SHAPES="$single_shapes" \
+    bash "$repo/nix/stages/profile.sh"
+  mv "$results/profile-single.tmp" "$results/profile-single"
+  sha=$(sha256sum "$results/profile-single/gateway.profdata" | cut -c1-16)
+  prof="$results/profile-single/merged-$sha.profdata"
+  cp "$results/profile-single/gateway.profdata" "$prof"
+  log "dilution: PGO build with the single-shape profile"
+  rm -rf "$results/gateway-pgo-single.tmp"
+  env STAGE_NAME=gateway-pgo-single OUT_DIR="$results/gateway-pgo-single.tmp" SRC="$repo" \
+    BIN_NAME=gateway CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="-p gateway --bin gateway" \
+    CARGO_TARGET_DIR="${TARGET_BASE:-$results/chain-target}/gateway-pgo-single" \
+    RUSTFLAGS="-Cprofile-use=$prof -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs" \
+    bash "$repo/nix/stages/cargo-build.sh"
+  rm -rf "$results/gateway-pgo-single"
+  mv "$results/gateway-pgo-single.tmp" "$results/gateway-pgo-single"
+fi
+pgo_single="$results/gateway-pgo-single/bin/gateway"
+
+log "callgrind: chat-nonstream-minimal, plain / pgo / pgo-bolt / pgo-single"
+"$trainer" bench callgrind --shapes "$shapes" --shape chat-nonstream-minimal \
+  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
+  --variant pgo-single="$pgo_single" \
+  --work-dir "$results/callgrind" --json "$results/callgrind.json"
+
+log "holdout gate"
+holdout_rc=0
+"$trainer" bench holdout --shapes "$shapes" \
+  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
+  --work-dir "$results/holdout" --json "$results/holdout.json" \
+  --callgrind-json "$results/holdout-callgrind.json" || holdout_rc=$?
+
+# Throughput on 2 cores: gateway on CPU 0, client and mock on CPU 1 (report only).
+ncpu=$(nproc)
+pin=()
+if [ "$ncpu" -ge 2 ]; then
+  pin=(--gateway-cpus 0 --client-cpus "1-$((ncpu - 1))")
+fi
+log "anchored A/B throughput (noisy)"
+"$trainer" bench --shapes "$shapes" --shape chat-nonstream-minimal \
+  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
+  --rounds "${AB_ROUNDS:-3}" --windows "${AB_WINDOWS:-3}" --window-s "${AB_WINDOW_S:-2}" \
+  "${pin[@]}" --work-dir "$results/ab" --json "$results/ab.json"
+log "anchored A/B on the holdout shape (noisy)"
+holdout_shape=$(grep -l '^holdout = true' "$shapes"/*.toml | head -n1 | xargs basename -s .toml)
+"$trainer" bench --shapes "$shapes" --shape "$holdout_shape" \
+  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
+  --rounds 2 --windows 2 --window-s 1 --warmup-requests 300 \
+  "${pin[@]}" --work-dir "$results/ab-holdout" --json "$results/ab-holdout.json"
+
+log "idle RSS and 32-connection load"
+"$trainer" bench rss --gateway "$plain" --config "$repo/gateway.example.toml" \
+  --work-dir "$results/rss" --json "$results/rss.json"
+"$trainer" bench load --shapes "$shapes" --gateway "$plain" --connections 32 \
+  --requests 50000 --work-dir "$results/load" --json "$results/load.json"
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "commit: $(git -C "$repo" rev-parse --short=12 HEAD)$(git -C "$repo" diff --quiet HEAD -- gateway trainer shapes Cargo.lock || echo ' (+ uncommitted changes)')"
+  echo "machine: $(uname -m), $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
+  echo "rustc: $(rustc -V)"
+  echo "LLVM (rustc): $(rustc -vV | sed -n 's/^LLVM version: //p')"
+  echo "llvm-profdata: $("$LLVM_BIN/llvm-profdata" --version | grep -oE 'LLVM version [0-9.]+')"
+  echo "llvm-bolt: $("$LLVM_BIN/llvm-bolt" --version | grep -oE 'LLVM version [0-9.]+')"
+  echo "valgrind: $(valgrind --version)"
+  echo "binaries: $CHAIN_OUT/{gateway,gateway-pgo,gateway-pgo-bolt}/bin/gateway (scripts/chain-local.sh)"
+  echo "command: scripts/benchmarks.sh (total $(($(date +%s) - t0)) s)"
+} >"$results/meta.txt"
+
+"$trainer" bench report --results "$results" --out "$out_md"
+log "wrote $out_md"
+if [ "$holdout_rc" != 0 ]; then
+  echo "holdout gate FAILED (see $results/holdout.json)" >&2
+  exit "$holdout_rc"
+fi

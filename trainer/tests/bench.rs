@@ -1,0 +1,156 @@
+//! The bench for real, briefly, against the built gateway (debug is fine): an anchored A/B
+//! with a control leg, the idle RSS reading and a small 32-connection load check. No timed
+//! assertions: only that every window ran, was valid, and the report has what it must.
+//!
+//! Needs a built gateway binary: `$GATEWAY_BIN`, or `gateway` next to this test's own target
+//! directory (`cargo test --workspace` builds it; with `-p trainer` alone run
+//! `cargo build -p gateway` first).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use trainer::bench::ab::{self, AbOptions, CONTROL};
+use trainer::bench::callgrind::{self, CallgrindOptions};
+use trainer::bench::load::{self, LoadOptions};
+use trainer::bench::report;
+use trainer::bench::rss::{self, RssOptions};
+use trainer::bench::Variant;
+use trainer::shapes;
+
+fn gateway_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("GATEWAY_BIN") {
+        return p.into();
+    }
+    // This test is <target>/<profile>/deps/bench-<hash>.
+    let exe = std::env::current_exe().unwrap();
+    let p = exe.parent().unwrap().parent().unwrap().join("gateway");
+    assert!(
+        p.is_file(),
+        "no gateway binary at {}: run `cargo build -p gateway` (or `cargo test --workspace`), \
+         or set GATEWAY_BIN",
+        p.display()
+    );
+    p
+}
+
+fn work(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("trainer-bench-test-{name}-{}", std::process::id()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_anchored_ab_runs_every_slot() {
+    let bin = gateway_bin();
+    let shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
+    let variants = vec![
+        Variant {
+            name: "plain".into(),
+            path: bin.clone(),
+        },
+        Variant {
+            name: "other".into(),
+            path: bin,
+        },
+    ];
+    let opts = AbOptions {
+        rounds: 2,
+        windows: 2,
+        window_s: 0.2,
+        window_requests: Some(40),
+        warmup_requests: 20,
+        connections: 2,
+        max_retries: 1,
+        workers: 1,
+        control: true,
+        gateway_cpus: Vec::new(),
+        mock_cpus: Vec::new(),
+        work_dir: work("ab"),
+        ready_timeout: Duration::from_secs(60),
+        exit_timeout: Duration::from_secs(60),
+        request_timeout: Duration::from_secs(30),
+    };
+    let r = ab::run(&shape, &variants, &opts).await.unwrap();
+    // Front + 2 rounds x 3 variants + back, 2 windows each, no failures so no retries.
+    assert_eq!(r.invalid_windows, 0, "{:#?}", r.windows_recorded);
+    assert_eq!(r.windows_recorded.len(), (1 + 2 * 3 + 1) * 2);
+    assert_eq!(r.window_requests, 40);
+    let names: Vec<&str> = r.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["plain", CONTROL, "other"]);
+    for v in &r.variants {
+        assert_eq!(v.summary.valid_windows, 4, "{}", v.name);
+        assert!(v.summary.median_rps.unwrap() > 0.0);
+        assert!(v.ratio.is_some());
+    }
+    assert_eq!(r.variants[2].paired_ratios.len(), 2);
+    assert!(r.band.is_some());
+    assert!(r.variants[2].verdict.is_some());
+    assert!(r.drift.is_some());
+    assert!(r.floor.mock_rps.is_some() && r.floor.headroom.is_some());
+    let md = report::ab_markdown(&r);
+    assert!(md.contains("| control |"), "{md}");
+    // The JSON round-trips: the report command reads it back.
+    let json = serde_json::to_string(&r).unwrap();
+    let back: ab::AbReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.variants.len(), 3);
+    let _ = std::fs::remove_dir_all(&opts.work_dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_rss_of_the_example_config() {
+    let opts = RssOptions {
+        gateway: gateway_bin(),
+        config: shapes::repo_dir().join("../gateway.example.toml"),
+        env: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_KEY_TEAM_B"]
+            .iter()
+            .map(|k| ((*k).to_owned(), "x".to_owned()))
+            .collect(),
+        settle: Duration::from_millis(100),
+        work_dir: work("rss"),
+    };
+    let r = rss::run(&opts).await.unwrap();
+    assert!(r.vm_rss_kib > 0 && r.vm_hwm_kib >= r.vm_rss_kib);
+    assert!(report::rss_markdown(&r).contains("VmRSS"));
+    let _ = std::fs::remove_dir_all(&opts.work_dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_check_over_32_connections() {
+    let shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
+    let opts = LoadOptions {
+        gateway: gateway_bin(),
+        connections: 32,
+        requests: 320,
+        workers: 1,
+        work_dir: work("load"),
+    };
+    let r = load::run(&shape, &opts).await.unwrap();
+    assert!(r.pass(), "{r:?}");
+    assert_eq!(r.ok, 320);
+    let _ = std::fs::remove_dir_all(&opts.work_dir);
+}
+
+/// Under valgrind: about a minute for a debug gateway. `cargo test -- --ignored` runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs valgrind; slow"]
+async fn callgrind_counts_are_marginal_and_positive() {
+    let shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
+    let v = Variant {
+        name: "plain".into(),
+        path: gateway_bin(),
+    };
+    let opts = CallgrindOptions {
+        valgrind: "valgrind".into(),
+        requests_small: 2,
+        requests_big: 12,
+        connections: 1,
+        out_dir: work("callgrind"),
+        ready_timeout: Duration::from_secs(300),
+        exit_timeout: Duration::from_secs(300),
+        request_timeout: Duration::from_secs(120),
+    };
+    let r = callgrind::run(&shape, &[v], &opts).await.unwrap();
+    let ir = r.variants[0].per_request["Ir"];
+    assert!(ir > 0.0);
+    assert!(r.variants[0].big["Ir"] > r.variants[0].small["Ir"]);
+    assert_eq!(r.variants[0].ratio_to_baseline["Ir"], 1.0);
+    let _ = std::fs::remove_dir_all(&opts.out_dir);
+}
