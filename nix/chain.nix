@@ -29,6 +29,9 @@
 #   extraRustflags  flags prepended to every stage's RUSTFLAGS (default "").
 #   boltFlags       llvm-bolt optimization flags (list; never -use-gnu-stack).
 #   maxMissingProfiles  allowed "no profile data available" warnings in workspace crates.
+#   profile         null (train), or a prebuilt profile directory (an earlier gateway-profile
+#                   output, e.g. from a cache) used instead of training; the PGO gate still
+#                   refuses it when the source changed since it was trained (tier d).
 #   holdoutGate     null, or a function { plain, pgo, pgoBolt, trainer, shapes, runStage }
 #                   -> derivation: the hook for the holdout gate (its own issue); when given
 #                   it becomes checks.holdout.
@@ -53,6 +56,7 @@
     "-dyno-stats"
   ],
   maxMissingProfiles ? 0,
+  profile ? null,
   holdoutGate ? null,
 }:
 let
@@ -77,19 +81,20 @@ let
   # always sets it (one file per process, or all runs merge into default_%m.profraw).
   instrumented = build "instrumented" "-Cprofile-generate=/tmp/${binName}-pgo" "";
 
-  profile = runStage "${binName}-profile" {
+  trained = runStage "${binName}-profile" {
     STAGE_COMMON = common;
     TRAINER = trainer;
     GATEWAY_BIN = "${instrumented}/bin/${binName}";
     LLVM_PROFDATA = tools.llvmProfdata;
     SHAPES = shapes;
   } (stage "profile.sh");
+  profileDir = if profile == null then trained else profile;
 
   # --emit-relocs: BOLT reorders functions only in relocation mode. The profile is named by
   # its store path, so a retrained profile changes RUSTFLAGS and rebuilds every crate (cargo
   # fingerprints the flag string, not the profile's content).
   pgoFlags = builtins.concatStringsSep " " [
-    "-Cprofile-use=${profile}/gateway.profdata"
+    "-Cprofile-use=${profileDir}/gateway.profdata"
     "-Cllvm-args=-pgo-warn-missing-function"
     "-Clink-args=-Wl,--emit-relocs"
   ];
@@ -97,7 +102,7 @@ let
     build "pgo" pgoFlags
       ''
         STAGE_COMMON=${common} \
-        PROFILE_DIR=${profile} \
+        PROFILE_DIR=${profileDir} \
         PROOF_OUT="$out/share/${binName}/pgo-proof.json" \
         LLVM_PROFDATA=${tools.llvmProfdata} \
         MAX_MISSING_PROFILES=${toString maxMissingProfiles} \
@@ -129,7 +134,7 @@ let
     pgo-proof = runStage "${binName}-check-pgo-proof" {
       STAGE_COMMON = common;
       RESULT = pgoBolt;
-      PROFILE_DIR = profile;
+      PROFILE_DIR = profileDir;
       BOLT_PROFILE = boltProfile;
       READELF = tools.readelf;
       BIN_NAME = binName;
@@ -143,15 +148,17 @@ let
       ];
       GRAPH = "graph";
       RESULT = pgoBolt;
+      # Compared as strings only: without their context these paths need not be built (the
+      # check must not force a plain build just to name it).
       FORBIDDEN = builtins.concatStringsSep " " (
-        map toString [
+        map (p: builtins.unsafeDiscardStringContext (toString p)) [
           instrumented
-          profile
+          profileDir
           pgo
           boltProfile
           plain
+          (builtins.dirOf (builtins.dirOf trainer))
         ]
-        ++ [ (builtins.dirOf (builtins.dirOf trainer)) ]
       );
     } "${stage "check-closure.sh"} && touch $out";
   }
@@ -176,7 +183,7 @@ in
 {
   "${binName}" = plain;
   "${binName}-instrumented" = instrumented;
-  "${binName}-profile" = profile;
+  "${binName}-profile" = profileDir;
   "${binName}-pgo" = pgo;
   "${binName}-bolt-profile" = boltProfile;
   "${binName}-pgo-bolt" = pgoBolt;

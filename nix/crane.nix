@@ -53,7 +53,9 @@ let
     craneLib.buildPackage (
       args
       // {
-        cargoArtifacts = craneLib.buildDepsOnly args;
+        # No `cargo check` pass: nothing else reuses a flagged dependency set, and it would
+        # type-check every crate a second time.
+        cargoArtifacts = craneLib.buildDepsOnly (args // { cargoCheckCommand = "true"; });
         # crane's default command, with cargo's stderr kept in a file: the PGO gate reads the
         # `hash mismatch` warnings from it ($cargoStderrLog, as in nix/stages/cargo-build.sh).
         buildPhaseCargoCommand = ''

@@ -28,7 +28,7 @@ let
     "gateway.example.toml"
   ];
   cut =
-    name: tops:
+    name: tops: keep:
     builtins.path {
       path = root;
       inherit name;
@@ -37,12 +37,23 @@ let
         let
           r = rel path;
         in
-        builtins.elem (firstSegment r) tops && !(skipped (baseNameOf path));
+        builtins.elem (firstSegment r) tops && !(skipped (baseNameOf path)) && keep path type;
     };
+  all = path: type: true;
+  manifest =
+    path: type:
+    type == "directory"
+    || builtins.elem (baseNameOf path) [
+      "Cargo.toml"
+      "Cargo.lock"
+      "build.rs"
+      "config.toml"
+    ];
 in
 {
-  cargo = cut "gateway-src" cargoTop;
-  tests = cut "gateway-test-src" (cargoTop ++ [ "shapes" ]);
+  cargo = cut "gateway-src" cargoTop all;
+  tests = cut "gateway-test-src" (cargoTop ++ [ "shapes" ]) all;
+  manifests = cut "gateway-manifests" cargoTop manifest;
   shapes = builtins.path {
     path = root + "/shapes";
     name = "gateway-shapes";

@@ -132,7 +132,13 @@ mod tests {
                 rate_limit: None,
             },
         ];
-        Keys::compile(&cfg, |n| if n == "m0" { 0 } else { 1 }, 2, |_| bytes::Bytes::new()).unwrap()
+        Keys::compile(
+            &cfg,
+            |n| if n == "m0" { 0 } else { 1 },
+            2,
+            |_| bytes::Bytes::new(),
+        )
+        .unwrap()
     }
 
     fn headers(name: &'static str, v: &str) -> HeaderMap {
@@ -144,17 +150,32 @@ mod tests {
     #[test]
     fn bearer_and_x_api_key_both_work() {
         let k = keys();
-        assert!(matches!(k.authenticate(&headers("authorization", "Bearer secret-a")), AuthOutcome::Key(_, e) if &*e.name == "a"));
-        assert!(matches!(k.authenticate(&headers("authorization", "bearer secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b"));
-        assert!(matches!(k.authenticate(&headers("x-api-key", "secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b"));
+        assert!(
+            matches!(k.authenticate(&headers("authorization", "Bearer secret-a")), AuthOutcome::Key(_, e) if &*e.name == "a")
+        );
+        assert!(
+            matches!(k.authenticate(&headers("authorization", "bearer secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b")
+        );
+        assert!(
+            matches!(k.authenticate(&headers("x-api-key", "secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b")
+        );
     }
 
     #[test]
     fn wrong_and_missing_keys() {
         let k = keys();
-        assert!(matches!(k.authenticate(&headers("x-api-key", "secret-")), AuthOutcome::Invalid));
-        assert!(matches!(k.authenticate(&headers("authorization", "Basic secret-a")), AuthOutcome::Missing));
-        assert!(matches!(k.authenticate(&HeaderMap::new()), AuthOutcome::Missing));
+        assert!(matches!(
+            k.authenticate(&headers("x-api-key", "secret-")),
+            AuthOutcome::Invalid
+        ));
+        assert!(matches!(
+            k.authenticate(&headers("authorization", "Basic secret-a")),
+            AuthOutcome::Missing
+        ));
+        assert!(matches!(
+            k.authenticate(&HeaderMap::new()),
+            AuthOutcome::Missing
+        ));
     }
 
     #[test]

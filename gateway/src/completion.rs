@@ -60,8 +60,15 @@ impl Drop for Completion {
         let gw = &*self.gw;
         let m = &gw.metrics;
         m.in_flight.fetch_sub(1, Relaxed);
+        if self.status == 0 {
+            // Dropped before a response existed: the client went away while we waited on
+            // the upstream (hyper drops the handler). 499 as nginx logs it.
+            self.status = 499;
+            self.error.get_or_insert("client_disconnected");
+        }
         let elapsed = self.start.elapsed();
-        m.request(self.route, self.model).record(self.status, elapsed);
+        m.request(self.route, self.model)
+            .record(self.status, elapsed);
         let upstream = self.upstream_start.map(|s| s.elapsed());
         if let Some(mi) = self.model {
             let slot = m.model(mi);

@@ -204,15 +204,30 @@ impl Config {
             message,
         };
         if self.models.is_empty() {
-            return Err(invalid("models".into(), "at least one model is required".into()));
+            return Err(invalid(
+                "models".into(),
+                "at least one model is required".into(),
+            ));
         }
         if self.server.max_body_bytes == 0 {
-            return Err(invalid("server.max_body_bytes".into(), "must be > 0".into()));
+            return Err(invalid(
+                "server.max_body_bytes".into(),
+                "must be > 0".into(),
+            ));
         }
         for (key, v) in [
-            ("server.header_read_timeout_ms", self.server.header_read_timeout_ms),
-            ("upstream.connect_timeout_ms", self.upstream.connect_timeout_ms),
-            ("upstream.first_byte_timeout_ms", self.upstream.first_byte_timeout_ms),
+            (
+                "server.header_read_timeout_ms",
+                self.server.header_read_timeout_ms,
+            ),
+            (
+                "upstream.connect_timeout_ms",
+                self.upstream.connect_timeout_ms,
+            ),
+            (
+                "upstream.first_byte_timeout_ms",
+                self.upstream.first_byte_timeout_ms,
+            ),
             ("upstream.idle_timeout_ms", self.upstream.idle_timeout_ms),
         ] {
             if v == 0 {
@@ -247,7 +262,8 @@ impl Config {
                 ));
             }
             if let Some(rl) = &m.rate_limit {
-                check_rate_limit(rl, &format!("{at}.rate_limit")).map_err(|(k, msg)| invalid(k, msg))?;
+                check_rate_limit(rl, &format!("{at}.rate_limit"))
+                    .map_err(|(k, msg)| invalid(k, msg))?;
             }
             for (j, t) in m.targets.iter().enumerate() {
                 let at = format!("{at}.targets[{j}]");
@@ -301,7 +317,8 @@ impl Config {
                 }
             }
             if let Some(rl) = &k.rate_limit {
-                check_rate_limit(rl, &format!("{at}.rate_limit")).map_err(|(k, msg)| invalid(k, msg))?;
+                check_rate_limit(rl, &format!("{at}.rate_limit"))
+                    .map_err(|(k, msg)| invalid(k, msg))?;
             }
         }
         Ok(())
@@ -417,7 +434,10 @@ model = "gpt-4o-mini-2024-07-18"
     fn duplicate_model_is_rejected() {
         let text = format!("{MINIMAL}{}", MINIMAL);
         let e = parse(&text).unwrap_err().to_string();
-        assert!(e.contains("models[1].name") && e.contains("duplicate"), "{e}");
+        assert!(
+            e.contains("models[1].name") && e.contains("duplicate"),
+            "{e}"
+        );
     }
 
     #[test]

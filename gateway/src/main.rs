@@ -76,13 +76,19 @@ fn print_summary(config: &Config, listeners: &Listeners, workers: usize) {
         .main_addr()
         .map_or_else(|_| config.server.listen.to_string(), |a| a.to_string());
     // Tools (the trainer, tests) read the first line to learn the port.
-    eprintln!("gateway {}: listening on http://{addr}", env!("CARGO_PKG_VERSION"));
+    eprintln!(
+        "gateway {}: listening on http://{addr}",
+        env!("CARGO_PKG_VERSION")
+    );
     let metrics = match (config.observability.metrics, listeners.metrics_addr()) {
         (false, _) => "off".to_owned(),
         (true, Some(a)) => format!("http://{a}/metrics"),
         (true, None) => "/metrics on the main listener".to_owned(),
     };
-    eprintln!("  workers: {workers}; metrics: {metrics}; access log: {:?}", config.observability.access_log);
+    eprintln!(
+        "  workers: {workers}; metrics: {metrics}; access log: {:?}",
+        config.observability.access_log
+    );
     eprintln!(
         "  keys: {}",
         if config.keys.is_empty() {

@@ -99,7 +99,9 @@ impl RequestSlot {
     }
 
     pub fn record(&self, status: u16, elapsed: Duration) {
-        let i = (status as usize).saturating_sub(STATUS_MIN).min(STATUS_SLOTS - 1);
+        let i = (status as usize)
+            .saturating_sub(STATUS_MIN)
+            .min(STATUS_SLOTS - 1);
         self.by_status[i].fetch_add(1, Relaxed);
         self.duration.observe(elapsed);
     }
@@ -195,8 +197,16 @@ impl Metrics {
         }
         type Hist = fn(&ModelSlot) -> &Histogram;
         let histograms: [(&str, &str, Hist); 2] = [
-            ("gateway_upstream_duration_seconds", "Time from sending upstream to the last upstream byte.", |m| &m.upstream_duration),
-            ("gateway_upstream_ttfb_seconds", "Time from sending upstream to the upstream response head.", |m| &m.upstream_ttfb),
+            (
+                "gateway_upstream_duration_seconds",
+                "Time from sending upstream to the last upstream byte.",
+                |m| &m.upstream_duration,
+            ),
+            (
+                "gateway_upstream_ttfb_seconds",
+                "Time from sending upstream to the upstream response head.",
+                |m| &m.upstream_ttfb,
+            ),
         ];
         for (name, help, get) in histograms {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
@@ -207,13 +217,42 @@ impl Metrics {
         }
         type Counter = fn(&ModelSlot) -> &AtomicU64;
         let counters: [(&str, &str, &str, Counter); 7] = [
-            ("gateway_tokens_total", "Tokens reported by upstreams.", "direction=\"input\"", |m| &m.input_tokens),
-            ("gateway_tokens_total", "", "direction=\"output\"", |m| &m.output_tokens),
-            ("gateway_rate_limited_total", "Requests rejected by a rate limit, by the limit's scope.", "scope=\"key\"", |m| &m.rate_limited_key),
-            ("gateway_rate_limited_total", "", "scope=\"model\"", |m| &m.rate_limited_model),
-            ("gateway_upstream_failovers_total", "Requests retried on the next target.", "", |m| &m.failovers),
-            ("gateway_upstream_errors_total", "Upstream attempts that failed, by kind.", "kind=\"connect\"", |m| &m.upstream_connect_errors),
-            ("gateway_upstream_errors_total", "", "kind=\"timeout\"", |m| &m.upstream_timeouts),
+            (
+                "gateway_tokens_total",
+                "Tokens reported by upstreams.",
+                "direction=\"input\"",
+                |m| &m.input_tokens,
+            ),
+            ("gateway_tokens_total", "", "direction=\"output\"", |m| {
+                &m.output_tokens
+            }),
+            (
+                "gateway_rate_limited_total",
+                "Requests rejected by a rate limit, by the limit's scope.",
+                "scope=\"key\"",
+                |m| &m.rate_limited_key,
+            ),
+            ("gateway_rate_limited_total", "", "scope=\"model\"", |m| {
+                &m.rate_limited_model
+            }),
+            (
+                "gateway_upstream_failovers_total",
+                "Requests retried on the next target.",
+                "",
+                |m| &m.failovers,
+            ),
+            (
+                "gateway_upstream_errors_total",
+                "Upstream attempts that failed, by kind.",
+                "kind=\"connect\"",
+                |m| &m.upstream_connect_errors,
+            ),
+            (
+                "gateway_upstream_errors_total",
+                "",
+                "kind=\"timeout\"",
+                |m| &m.upstream_timeouts,
+            ),
         ];
         for (name, help, extra, get) in counters {
             if !help.is_empty() {

@@ -170,12 +170,18 @@ impl Rejection {
         if let Some((limit, remaining, reset)) = self.headers.requests {
             put("x-ratelimit-limit-requests", limit.to_string());
             put("x-ratelimit-remaining-requests", remaining.to_string());
-            put("x-ratelimit-reset-requests", format!("{:.3}s", reset.as_secs_f64()));
+            put(
+                "x-ratelimit-reset-requests",
+                format!("{:.3}s", reset.as_secs_f64()),
+            );
         }
         if let Some((limit, remaining, reset)) = self.headers.tokens {
             put("x-ratelimit-limit-tokens", limit.to_string());
             put("x-ratelimit-remaining-tokens", remaining.to_string());
-            put("x-ratelimit-reset-tokens", format!("{:.3}s", reset.as_secs_f64()));
+            put(
+                "x-ratelimit-reset-tokens",
+                format!("{:.3}s", reset.as_secs_f64()),
+            );
         }
     }
 }
@@ -200,7 +206,9 @@ mod tests {
         }
         let r = l.admit_at(t0).unwrap_err();
         assert_eq!(r.what, "requests");
-        assert!(r.retry_after > Duration::from_millis(900) && r.retry_after <= Duration::from_secs(1));
+        assert!(
+            r.retry_after > Duration::from_millis(900) && r.retry_after <= Duration::from_secs(1)
+        );
         // One request per second refills.
         l.admit_at(t0 + Duration::from_millis(1001)).unwrap();
         assert!(l.admit_at(t0 + Duration::from_millis(1002)).is_err());

@@ -18,7 +18,10 @@ use crate::proxy;
 use crate::state::Gateway;
 
 /// The main listener's service.
-pub async fn route(gw: Arc<Gateway>, req: Request<Incoming>) -> Result<Response<GatewayBody>, Infallible> {
+pub async fn route(
+    gw: Arc<Gateway>,
+    req: Request<Incoming>,
+) -> Result<Response<GatewayBody>, Infallible> {
     let dialect = match req.uri().path() {
         "/v1/chat/completions" => Dialect::Chat,
         "/v1/messages" => Dialect::Messages,
@@ -88,13 +91,20 @@ fn models(gw: Arc<Gateway>, req: &Request<Incoming>) -> Response<GatewayBody> {
             k.models_json.clone()
         }
         AuthOutcome::Missing | AuthOutcome::Invalid => {
-            return proxy::fail(c, Dialect::Chat, ErrorKind::Authentication, "missing or invalid API key")
+            return proxy::fail(
+                c,
+                Dialect::Chat,
+                ErrorKind::Authentication,
+                "missing or invalid API key",
+            )
         }
     };
     c.status = 200;
     let mut r = Response::new(full(body));
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     proxy::set_request_ids(r.headers_mut(), &c.request_id);
     r
 }

@@ -86,15 +86,23 @@ pub async fn run(
 
     let main = {
         let gw = gw.clone();
-        accept_loop(listeners.main, http.clone(), stop_rx.clone(), grace, move |req| {
-            routes::route(gw.clone(), req)
-        })
+        accept_loop(
+            listeners.main,
+            http.clone(),
+            stop_rx.clone(),
+            grace,
+            move |req| routes::route(gw.clone(), req),
+        )
     };
     let metrics_loop = listeners.metrics.map(|l| {
         let m = metrics.clone();
-        tokio::spawn(accept_loop(l, http.clone(), stop_rx.clone(), grace, move |req| {
-            routes::metrics_only(m.clone(), req)
-        }))
+        tokio::spawn(accept_loop(
+            l,
+            http.clone(),
+            stop_rx.clone(),
+            grace,
+            move |req| routes::metrics_only(m.clone(), req),
+        ))
     });
     drop(gw);
 
@@ -143,8 +151,13 @@ async fn accept_loop<F, Fut>(
         });
     }
     drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
-        eprintln!("gateway: shutdown grace period of {grace:?} over; closing the remaining connections");
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "gateway: shutdown grace period of {grace:?} over; closing the remaining connections"
+        );
     }
 }
 

@@ -56,7 +56,11 @@ pub struct Gateway {
 impl Gateway {
     /// Compiles a validated config. Fails only on what validation cannot see (a CA file that
     /// does not parse, a key whose env var vanished).
-    pub fn build(cfg: &Config, access_log: AccessLog, metrics: Arc<Metrics>) -> Result<Gateway, String> {
+    pub fn build(
+        cfg: &Config,
+        access_log: AccessLog,
+        metrics: Arc<Metrics>,
+    ) -> Result<Gateway, String> {
         let model_index: HashMap<Box<str>, usize> = cfg
             .models
             .iter()
@@ -71,20 +75,25 @@ impl Gateway {
                 let auth = match &t.api_key_env {
                     None => None,
                     Some(var) => {
-                        let key = std::env::var(var)
-                            .map_err(|_| format!("model {:?}: environment variable {var} is not set", m.name))?;
+                        let key = std::env::var(var).map_err(|_| {
+                            format!("model {:?}: environment variable {var} is not set", m.name)
+                        })?;
                         let (name, value) = match t.provider {
                             Provider::Openai => ("authorization", format!("Bearer {key}")),
                             Provider::Anthropic => ("x-api-key", key),
                         };
                         let mut value = HeaderValue::try_from(value).map_err(|_| {
-                            format!("model {:?}: the key in {var} is not a valid header value", m.name)
+                            format!(
+                                "model {:?}: the key in {var} is not a valid header value",
+                                m.name
+                            )
                         })?;
                         value.set_sensitive(true);
                         Some((HeaderName::from_static(name), value))
                     }
                 };
-                let model_json = Bytes::from(serde_json::to_vec(&t.model).expect("a string serializes"));
+                let model_json =
+                    Bytes::from(serde_json::to_vec(&t.model).expect("a string serializes"));
                 for d in Dialect::ALL {
                     if d.served_by(t.provider) {
                         targets[d.index()].push(Target {

@@ -129,13 +129,25 @@ mod tests {
     #[test]
     fn chat_body() {
         let b = br#"{"id":"x","choices":[{"message":{"content":"usage"}}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}"#;
-        assert_eq!(from_body(b), Some(Usage { input: Some(12), output: Some(5) }));
+        assert_eq!(
+            from_body(b),
+            Some(Usage {
+                input: Some(12),
+                output: Some(5)
+            })
+        );
     }
 
     #[test]
     fn anthropic_and_responses_body() {
         let b = br#"{"type":"message","usage":{"input_tokens":3,"output_tokens":9}}"#;
-        assert_eq!(from_body(b), Some(Usage { input: Some(3), output: Some(9) }));
+        assert_eq!(
+            from_body(b),
+            Some(Usage {
+                input: Some(3),
+                output: Some(9)
+            })
+        );
     }
 
     #[test]
@@ -149,7 +161,13 @@ mod tests {
         let s = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n\
                  data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}\n\n\
                  data: [DONE]\n\n";
-        assert_eq!(stream_usage(s), Usage { input: Some(7), output: Some(2) });
+        assert_eq!(
+            stream_usage(s),
+            Usage {
+                input: Some(7),
+                output: Some(2)
+            }
+        );
     }
 
     #[test]
@@ -158,12 +176,24 @@ mod tests {
                  event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"x\"}}\n\n\
                  event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n\
                  event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-        assert_eq!(stream_usage(s), Usage { input: Some(25), output: Some(15) });
+        assert_eq!(
+            stream_usage(s),
+            Usage {
+                input: Some(25),
+                output: Some(15)
+            }
+        );
     }
 
     #[test]
     fn responses_stream_completed() {
         let s = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":{\"input_tokens\":4,\"output_tokens\":6,\"total_tokens\":10}}}\n\n";
-        assert_eq!(stream_usage(s), Usage { input: Some(4), output: Some(6) });
+        assert_eq!(
+            stream_usage(s),
+            Usage {
+                input: Some(4),
+                output: Some(6)
+            }
+        );
     }
 }

@@ -158,6 +158,7 @@ async fn headers_pass_the_right_way() {
     let up_id = r.header("x-request-id").unwrap();
     assert!(up_id.starts_with("req_mock"), "{up_id}");
     assert_eq!(r.header("x-ratelimit-limit-requests"), Some("10000"));
+    assert_eq!(r.header("openai-processing-ms"), Some("1"));
     assert_eq!(r.header("x-ratelimit-remaining-tokens"), Some("1999000"));
 
     // Anthropic-shaped upstream: x-api-key injected, version and beta forwarded.
@@ -242,4 +243,40 @@ async fn keep_alive_connection_serves_many_requests() {
         use http_body_util::BodyExt;
         resp.into_body().collect().await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaped_model_name_is_resolved_and_rewritten() {
+    let (mock, gw) = setup(MockConfig::default()).await;
+    let client = r#"{"model":"g\u0070t","input":"hi"}"#;
+    let r = gw.send(post(RESPONSES, client)).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let rec = mock.recorded().pop().unwrap();
+    assert_eq!(&rec.body[..], br#"{"model":"up-gpt","input":"hi"}"#);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_request_body_is_forwarded_intact() {
+    use tokio::io::AsyncWriteExt;
+    let (mock, gw) = setup(MockConfig::default()).await;
+    let part1 = r#"{"model":"claude","max_tokens":8,"#;
+    let part2 = r#""messages":[{"role":"user","content":"café ☕"}]}"#;
+    let mut s = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let req = format!(
+        "POST /v1/messages HTTP/1.1\r\nhost: gw\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{part1}\r\n{:x}\r\n{part2}\r\n0\r\n\r\n",
+        part1.len(),
+        part2.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let got = read_until(&mut s, b"\"end_turn\"").await;
+    assert!(
+        got.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    let rec = mock.recorded().pop().unwrap();
+    assert_eq!(
+        std::str::from_utf8(&rec.body).unwrap(),
+        format!("{part1}{part2}").replace("\"claude\"", "\"up-claude\"")
+    );
 }

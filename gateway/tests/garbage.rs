@@ -216,8 +216,6 @@ async fn slow_client_headers_time_out() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG (minor): invalid UTF-8 outside `model` is forwarded upstream instead of 400 \
-            (gateway/src/proxy/request.rs parse_head: serde_json skips ignored strings unchecked)"]
 async fn invalid_utf8_anywhere_in_the_body_is_400() {
     let (mock, gw) = setup("").await;
     for path in [CHAT, RESPONSES] {

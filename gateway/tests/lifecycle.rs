@@ -93,6 +93,31 @@ async fn sigterm_and_sigint_when_idle_exit_0() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_waiting_for_the_upstream_still_answers() {
+    let mock = MockUpstream::start(MockConfig {
+        first_byte_delay: Duration::from_millis(600),
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let addr = gw.addr;
+    let pending =
+        tokio::spawn(
+            async move { send(addr, post(RESPONSES, body(RESPONSES, "gpt", false))).await },
+        );
+    while mock.request_count() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    gw.sigterm();
+    let r = pending.await.unwrap();
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["status"], "completed");
+    let status = gw.wait_exit(PATIENCE).await;
+    assert!(status.success(), "exit status {status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grace_period_ends_a_stalled_stream_and_still_exits_0() {
     let mock = MockUpstream::start(MockConfig {
         stall_after_events: Some(2),

@@ -81,14 +81,14 @@ key = "gw-free"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_tokens_per_minute_refuses_then_recovers() {
-    // 3000 tokens per minute = 50 per second. One response reports 17 + 3033 = 3050 tokens,
-    // 50 more than the bucket holds: the next request waits about one second.
+    // 3000 tokens per minute = 50 per second. One response reports 17 + 3058 = 3075 tokens,
+    // 75 more than the bucket holds: the next request waits about 1.5 seconds.
     let cfg = MockConfig {
-        chunks: 3033,
+        chunks: 3058,
         ..MockConfig::default()
     };
     let (input, output) = expected_usage(&cfg);
-    assert_eq!(input + output, 3050);
+    assert_eq!(input + output, 3075);
     let mock = MockUpstream::start(cfg).await.unwrap();
     let base = mock.base_url();
     let config = format!(

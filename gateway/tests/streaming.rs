@@ -118,8 +118,6 @@ async fn client_disconnect_while_waiting_for_the_upstream_cancels_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: a client gone before the response head is counted as status=\"100\" and \
-            logged with status 0 and no error (gateway/src/completion.rs Drop, status stays 0)"]
 async fn client_disconnect_before_the_head_is_recorded_as_such() {
     let (_mock, _relay, gw) = leave_before_the_response_head().await;
     let text = gw.metrics().await;
@@ -206,8 +204,6 @@ fn sse_with_content_length() -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: a completed SSE stream whose upstream sent content-length is logged as \
-            error=client_disconnected (gateway/src/proxy/stream.rs: is_end_stream)"]
 async fn sse_with_content_length_completes_cleanly() {
     let up = RawUpstream::start(vec![(Duration::ZERO, sse_with_content_length())], false).await;
     let gw = Gateway::start(&model("gpt", &[("openai", &up.base_url())])).await;
@@ -274,4 +270,49 @@ async fn broken_upstream_answers_get_502() {
         assert_anthropic_error(&r, 502);
         assert!(up.requests() >= 2);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crlf_events_comments_and_odd_splits_are_counted() {
+    // Anthropic-style events with CRLF line ends, comments, a ping and an in-stream error
+    // after the usage, sent chunked with a write split inside "日" and inside "usage".
+    let events = "event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\r\n\r\n\
+                  : a comment\r\n\r\n\
+                  event: ping\r\ndata: {\"type\":\"ping\"}\r\n\r\n\
+                  event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"日本\"}}\r\n\r\n\
+                  event: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":23}}\r\n\r\n\
+                  event: error\r\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\r\n\r\n";
+    let bytes = events.as_bytes();
+    let cut1 = events.find("日").unwrap() + 1;
+    let cut2 = events.rfind("usage").unwrap() + 2;
+    let chunk = |b: &[u8]| {
+        let mut v = format!("{:x}\r\n", b.len()).into_bytes();
+        v.extend_from_slice(b);
+        v.extend_from_slice(b"\r\n");
+        v
+    };
+    let ms = Duration::from_millis(20);
+    let script = vec![
+        (
+            Duration::ZERO,
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nrequest-id: req_raw1\r\n\r\n".to_vec(),
+        ),
+        (ms, chunk(&bytes[..cut1])),
+        (ms, chunk(&bytes[cut1..cut2])),
+        (ms, chunk(&bytes[cut2..])),
+        (ms, b"0\r\n\r\n".to_vec()),
+    ];
+    let up = RawUpstream::start(script, false).await;
+    let gw = Gateway::start(&model("claude", &[("anthropic", &up.base_url())])).await;
+    let r = gw
+        .send(post(MESSAGES, body(MESSAGES, "claude", true)))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body_error.is_none());
+    assert_eq!(r.body, bytes, "the stream was altered");
+    assert_eq!(r.header("request-id"), Some("req_raw1"));
+    gw.wait_metric(&tokens_series("claude", "input"), 11.0)
+        .await;
+    gw.wait_metric(&tokens_series("claude", "output"), 23.0)
+        .await;
 }

@@ -9,12 +9,15 @@
 #   rustSysroot the host toolchain directory (`rustc --print sysroot`); its bin/ holds cargo
 #   vendorDir   crates vendored beforehand with `cargo vendor` (outside the repo)
 #   src         the cargo workspace (a store path)
+#   manifests   the same cut to Cargo.toml/Cargo.lock/build.rs (nix/source.nix `manifests`):
+#               the dependency builds depend on it alone
 #   hostPath    PATH of the builds: cc, make, sh, coreutils for jemalloc's C build
 {
   system ? "x86_64-linux",
   rustSysroot,
   vendorDir,
   src,
+  manifests,
   hostPath ? "/usr/bin:/bin",
 }:
 let
@@ -32,27 +35,45 @@ in
       postInstall ? "",
       env ? { },
     }:
-    derivation (
-      {
-        name = pname;
-        inherit system src;
+    let
+      cargoEnv = {
+        inherit system;
         builder = "/bin/bash";
-        args = [ (stages + "/cargo-build.sh") ];
         PATH = path;
         STAGE_COMMON = stages + "/common.sh";
-        STAGE_NAME = pname;
         COPY_SRC = "1";
-        SRC = src;
-        BIN_NAME = binName;
         RUSTFLAGS = rustflags;
         CARGO_BUILD_TARGET = if cargoTarget == null then "" else cargoTarget;
         CARGO_EXTRA_ARGS = cargoExtraArgs;
         VENDOR_DIR = vendorDir;
-        POST_INSTALL = postInstall;
         # The sandbox has HOME=/homeless-shelter; cargo wants a writable one.
         HOME = "/build";
       }
-      // env
+      // env;
+      # One dependency build per flag set (as crane's buildDepsOnly): same RUSTFLAGS, target
+      # and cargo arguments as the final build, or cargo would rebuild every crate.
+      deps = derivation (
+        cargoEnv
+        // {
+          name = "${pname}-deps";
+          args = [ (stages + "/cargo-deps.sh") ];
+          STAGE_NAME = "${pname}-deps";
+          SRC = manifests;
+        }
+      );
+    in
+    derivation (
+      cargoEnv
+      // {
+        name = pname;
+        inherit src;
+        args = [ (stages + "/cargo-build.sh") ];
+        STAGE_NAME = pname;
+        SRC = src;
+        DEPS_DIR = deps;
+        BIN_NAME = binName;
+        POST_INSTALL = postInstall;
+      }
     );
 
   runStage =

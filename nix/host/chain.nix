@@ -13,8 +13,8 @@
 #   trainerCommand  null: the workspace's trainer; else a path (an executable file) of a
 #                   stand-in honouring the same CLI (tier d's failing trainer)
 #   shapes          null: the repo's shapes/; else a path (tier d's empty shapes set)
-#   profileOverride null; else a path used as the PGO profile dir (tier d's stale profile)
-#   srcOverride     null; else the workspace to build the PGO stage from (tier d)
+#   profile         null: train; else a profile directory (a store path, with context:
+#                   `builtins.storePath`) used instead (tier d's stale profile)
 {
   root ? ../..,
   rustSysroot,
@@ -25,11 +25,13 @@
   system ? "x86_64-linux",
   trainerCommand ? null,
   shapes ? null,
+  profile ? null,
 }:
 let
   source = import ../source.nix { inherit root; };
   host = import ./builder.nix {
     inherit system rustSysroot vendorDir;
+    inherit (source) manifests;
     src = source.cargo;
   };
   # The trainer is a tool, not the product: thin-local LTO and 16 codegen units save minutes
@@ -56,6 +58,7 @@ let
     # A path given here is copied into the store (it must be visible in the sandbox).
     trainer = if trainerCommand == null then "${trainer}/bin/trainer" else "${trainerCommand}";
     shapes = if shapes == null then source.shapes else shapes;
+    inherit profile;
   };
 in
 chain // { inherit trainer; }

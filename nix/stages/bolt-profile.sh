@@ -50,7 +50,7 @@ tail -n 3 "$work/instrument.log" >&2
   --gateway-bin "$work/gateway.inst" \
   --merge-fdata "$MERGE_FDATA" \
   --shapes "$SHAPES" \
-  --fdata-dir "$work/fdata" \
+  --instrumentation-file "$work/fdata/prof" \
   --out "$work/out" ||
   die "trainer bolt-profile failed (exit $?)"
 

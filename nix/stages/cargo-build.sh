@@ -15,6 +15,8 @@
 #                      off build scripts and proc macros (they would write .profraw files)
 #   CARGO_EXTRA_ARGS   e.g. "-p gateway --bin gateway"
 #   VENDOR_DIR         optional; crates vendored beforehand (`cargo vendor`), used offline
+#   DEPS_DIR           optional; a cargo-deps.sh output: its target dir is unpacked first, so
+#                      only the workspace crates compile here
 #   POST_INSTALL       optional shell snippet run after the install with $cargoStderrLog set
 #                      (the PGO gate and proof writer); a failure fails the stage
 set -euo pipefail
@@ -48,6 +50,11 @@ replace-with = "vendored-sources"
 directory = "$VENDOR_DIR"
 TOML
   offline=(--offline)
+fi
+
+if [ -n "${DEPS_DIR:-}" ]; then
+  nonempty "$DEPS_DIR/target.tar" "dependency artifacts"
+  tar -xf "$DEPS_DIR/target.tar"
 fi
 
 export RUSTFLAGS=${RUSTFLAGS:-}

@@ -18,7 +18,7 @@
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
-STAGE_NAME=${STAGE_NAME:-pgo-gate}
+STAGE_NAME=pgo-gate
 stage_start
 
 need_var cargoStderrLog
@@ -54,9 +54,12 @@ rustc_vv=$("${RUSTC:-rustc}" -vV)
 rustc_release=$(printf '%s\n' "$rustc_vv" | head -n1)
 rustc_llvm=$(printf '%s\n' "$rustc_vv" | sed -nE 's/^LLVM version: (.*)/\1/p')
 profdata_version=$("$LLVM_PROFDATA" --version 2>&1 | grep -iE 'version' | head -n1 | sed -E 's/^[[:space:]]+//')
-profraw_count=$(json_num profraw_count "$manifest")
-[ -n "$profraw_count" ] || profraw_count=$(json_num profraws "$manifest")
+# The trainer's manifest: raw_files/raw_bytes are the .profraw files, merged_sha256 the profile.
+profraw_count=$(json_num raw_files "$manifest")
+profraw_bytes=$(json_num raw_bytes "$manifest")
 [ "${profraw_count:-0}" -gt 0 ] || die "manifest records no .profraw files: $manifest"
+[ "$(json_strval merged_sha256 "$manifest")" = "$(sha256_of "$profile")" ] ||
+  die "manifest's merged_sha256 is not the profile's: $manifest"
 
 tmp="$PROOF_OUT.tmp"
 mkdir -p "$(dirname "$PROOF_OUT")"
@@ -67,6 +70,7 @@ mkdir -p "$(dirname "$PROOF_OUT")"
   printf '  "profile_bytes": %s,\n' "$(bytes_of "$profile")"
   printf '  "profile_total_functions": %s,\n' "$total_functions"
   printf '  "profraw_count": %s,\n' "$profraw_count"
+  printf '  "profraw_bytes": %s,\n' "${profraw_bytes:-0}"
   printf '  "manifest_sha256": %s,\n' "$(json_str "$(sha256_of "$manifest")")"
   printf '  "hash_mismatch_warnings": %s,\n' "$mismatch"
   printf '  "missing_profile_warnings": %s,\n' "$missing"

@@ -34,8 +34,10 @@ llvm_major() {
 }
 
 # rustc's LLVM and llvm-profdata's must share a major version (profile format).
+expect_major=()
 if command -v rustc >/dev/null 2>&1; then
   rustc_major=$(llvm_major "$(rustc -vV)")
+  [ -z "$rustc_major" ] || expect_major=(--expect-llvm-major "$rustc_major")
   profdata_major=$(llvm_major "$("$LLVM_PROFDATA" --version 2>&1)")
   if [ -n "$rustc_major" ] && [ -n "$profdata_major" ] && [ "$rustc_major" != "$profdata_major" ]; then
     die "llvm-profdata is LLVM $profdata_major, rustc is LLVM $rustc_major"
@@ -46,6 +48,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/profile.XXXXXX")
 "$TRAINER" profile \
   --gateway-bin "$GATEWAY_BIN" \
   --llvm-profdata "$LLVM_PROFDATA" \
+  "${expect_major[@]}" \
   --shapes "$SHAPES" \
   --out "$work/out" ||
   die "trainer profile failed (exit $?)"

@@ -26,11 +26,17 @@ pub struct UpstreamUrl {
 impl UpstreamUrl {
     pub fn parse(s: &str) -> Result<UpstreamUrl, String> {
         let uri: Uri = s.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
-        let scheme = uri.scheme().cloned().ok_or_else(|| format!("{s:?} has no scheme"))?;
+        let scheme = uri
+            .scheme()
+            .cloned()
+            .ok_or_else(|| format!("{s:?} has no scheme"))?;
         if scheme != http::uri::Scheme::HTTP && scheme != http::uri::Scheme::HTTPS {
             return Err(format!("{s:?}: scheme must be http or https"));
         }
-        let authority = uri.authority().cloned().ok_or_else(|| format!("{s:?} has no host"))?;
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| format!("{s:?} has no host"))?;
         if uri.query().is_some() {
             return Err(format!("{s:?}: a base URL cannot have a query"));
         }
@@ -63,7 +69,8 @@ pub fn build(cfg: &Upstream) -> Result<UpstreamClient, String> {
             .map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
         let mut added = 0;
         for cert in rustls_pemfile::certs(&mut &pem[..]) {
-            let cert = cert.map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
+            let cert =
+                cert.map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
             roots
                 .add(cert)
                 .map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
@@ -108,9 +115,15 @@ mod tests {
     #[test]
     fn join_keeps_prefix() {
         let u = UpstreamUrl::parse("https://example.com/openai/").unwrap();
-        assert_eq!(u.join("/v1/responses").to_string(), "https://example.com/openai/v1/responses");
+        assert_eq!(
+            u.join("/v1/responses").to_string(),
+            "https://example.com/openai/v1/responses"
+        );
         let u = UpstreamUrl::parse("http://127.0.0.1:9000").unwrap();
-        assert_eq!(u.join("/v1/messages").to_string(), "http://127.0.0.1:9000/v1/messages");
+        assert_eq!(
+            u.join("/v1/messages").to_string(),
+            "http://127.0.0.1:9000/v1/messages"
+        );
     }
 
     #[test]

@@ -59,12 +59,24 @@ pub async fn handle(
             Some(k)
         }
         AuthOutcome::Missing => {
-            return fail(c, dialect, ErrorKind::Authentication, "missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`")
+            return fail(
+                c,
+                dialect,
+                ErrorKind::Authentication,
+                "missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`",
+            )
         }
-        AuthOutcome::Invalid => return fail(c, dialect, ErrorKind::Authentication, "invalid API key"),
+        AuthOutcome::Invalid => {
+            return fail(c, dialect, ErrorKind::Authentication, "invalid API key")
+        }
     };
     if parts.method != Method::POST {
-        return fail(c, dialect, ErrorKind::InvalidRequest, format!("{} requires POST", dialect.path()));
+        return fail(
+            c,
+            dialect,
+            ErrorKind::InvalidRequest,
+            format!("{} requires POST", dialect.path()),
+        );
     }
 
     let body = match read_body(&parts.headers, body, gw.max_body_bytes).await {
@@ -111,7 +123,10 @@ pub async fn handle(
             if let Some(kl) = key_limiter {
                 kl.refund();
             }
-            gw.metrics.model(mi).rate_limited_model.fetch_add(1, Relaxed);
+            gw.metrics
+                .model(mi)
+                .rate_limited_model
+                .fetch_add(1, Relaxed);
             return rate_limited(c, dialect, &r);
         }
     }
@@ -136,10 +151,16 @@ async fn forward(
         if i > 0 {
             slot.failovers.fetch_add(1, Relaxed);
         }
-        let req = upstream_request(target, client_headers, head.rewrite_model(body, &target.model_json), &c.request_id);
+        let req = upstream_request(
+            target,
+            client_headers,
+            head.rewrite_model(body, &target.model_json),
+            &c.request_id,
+        );
         let start = Instant::now();
         c.upstream_start = Some(start);
-        let resp = match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await {
+        let resp = match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await
+        {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => {
                 failure = if is_timeout(&e) {
@@ -182,9 +203,13 @@ fn upstream_request(
         }
     }
     if !h.contains_key(header::CONTENT_TYPE) {
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
     }
-    if target.provider == crate::config::Provider::Anthropic && !h.contains_key("anthropic-version") {
+    if target.provider == crate::config::Provider::Anthropic && !h.contains_key("anthropic-version")
+    {
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
     }
     if let Some((name, value)) = &target.auth {
@@ -198,7 +223,11 @@ fn upstream_request(
 
 /// Passes the upstream response back: status, the headers clients rely on, and the body
 /// (streamed through as it arrives, or buffered when it is a plain JSON body).
-async fn respond(mut c: Completion, dialect: Dialect, resp: Response<Incoming>) -> Response<GatewayBody> {
+async fn respond(
+    mut c: Completion,
+    dialect: Dialect,
+    resp: Response<Incoming>,
+) -> Response<GatewayBody> {
     let gw = c.gateway().clone();
     let (parts, upstream_body) = resp.into_parts();
     let mut out = Response::new(full(Bytes::new()));
@@ -218,7 +247,11 @@ async fn respond(mut c: Completion, dialect: Dialect, resp: Response<Incoming>) 
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     if is_sse {
         c.stream = true;
-        *out.body_mut() = http_body_util::BodyExt::boxed(AccountedStream::new(upstream_body, c, gw.timeouts.idle));
+        *out.body_mut() = http_body_util::BodyExt::boxed(AccountedStream::new(
+            upstream_body,
+            c,
+            gw.timeouts.idle,
+        ));
         return out;
     }
 
@@ -250,7 +283,9 @@ async fn read_upstream(mut body: Incoming, idle: std::time::Duration) -> Result<
             Ok(Some(Err(_))) => return Err(ErrorKind::BadGateway),
             Ok(Some(Ok(f))) => f,
         };
-        let Ok(data) = frame.into_data() else { continue };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
         // The common case is one frame: keep it without copying.
         match first.take() {
             None if buf.is_empty() => first = Some(data),
@@ -331,7 +366,12 @@ fn is_timeout(e: &hyper_util::client::legacy::Error) -> bool {
 }
 
 /// A gateway-made error in the route's dialect.
-pub fn fail(mut c: Completion, dialect: Dialect, kind: ErrorKind, message: impl Into<String>) -> Response<GatewayBody> {
+pub fn fail(
+    mut c: Completion,
+    dialect: Dialect,
+    kind: ErrorKind,
+    message: impl Into<String>,
+) -> Response<GatewayBody> {
     let err = ApiError::new(kind, message);
     c.status = err.status().as_u16();
     c.error = Some(error_label(kind));
@@ -340,7 +380,11 @@ pub fn fail(mut c: Completion, dialect: Dialect, kind: ErrorKind, message: impl 
     resp
 }
 
-fn rate_limited(c: Completion, dialect: Dialect, r: &crate::ratelimit::Rejection) -> Response<GatewayBody> {
+fn rate_limited(
+    c: Completion,
+    dialect: Dialect,
+    r: &crate::ratelimit::Rejection,
+) -> Response<GatewayBody> {
     let msg = format!(
         "rate limit exceeded ({} per minute); retry after {} s",
         r.what,

@@ -44,11 +44,14 @@ impl std::fmt::Display for HeadError {
 }
 
 pub fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
-    let head: Head<'_> = serde_json::from_slice(body).map_err(|e| HeadError::Json(e.to_string()))?;
+    // Parse from `&str`: serde_json skips ignored strings without checking their UTF-8,
+    // and a body that is not UTF-8 is not JSON.
+    let text = std::str::from_utf8(body)
+        .map_err(|e| HeadError::Json(format!("body is not UTF-8 ({e})")))?;
+    let head: Head<'_> = serde_json::from_str(text).map_err(|e| HeadError::Json(e.to_string()))?;
     let raw = head.model.ok_or(HeadError::MissingModel)?;
     let text = raw.get();
-    let model: Cow<'_, str> =
-        serde_json::from_str(text).map_err(|_| HeadError::ModelNotString)?;
+    let model: Cow<'_, str> = serde_json::from_str(text).map_err(|_| HeadError::ModelNotString)?;
     // `RawValue` borrows from `body`, so its offset is a pointer difference.
     let start = text.as_ptr() as usize - body.as_ptr() as usize;
     Ok(RequestHead {
@@ -107,12 +110,34 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(parse_head(br#"{"stream":true}"#).unwrap_err(), HeadError::MissingModel);
-        assert_eq!(parse_head(br#"{"model":5}"#).unwrap_err(), HeadError::ModelNotString);
-        assert!(matches!(parse_head(b"{\"model\":").unwrap_err(), HeadError::Json(_)));
-        assert!(matches!(parse_head(b"[1]").unwrap_err(), HeadError::Json(_)));
-        assert!(matches!(parse_head(br#"{"model":"a","model":"b"}"#).unwrap_err(), HeadError::Json(_)));
-        assert!(matches!(parse_head(br#"{"model":"a","stream":"yes"}"#).unwrap_err(), HeadError::Json(_)));
+        assert_eq!(
+            parse_head(br#"{"stream":true}"#).unwrap_err(),
+            HeadError::MissingModel
+        );
+        assert_eq!(
+            parse_head(br#"{"model":5}"#).unwrap_err(),
+            HeadError::ModelNotString
+        );
+        assert!(matches!(
+            parse_head(b"{\"model\":").unwrap_err(),
+            HeadError::Json(_)
+        ));
+        assert!(matches!(
+            parse_head(b"[1]").unwrap_err(),
+            HeadError::Json(_)
+        ));
+        assert!(matches!(
+            parse_head(br#"{"model":"a","model":"b"}"#).unwrap_err(),
+            HeadError::Json(_)
+        ));
+        assert!(matches!(
+            parse_head(br#"{"model":"a","stream":"yes"}"#).unwrap_err(),
+            HeadError::Json(_)
+        ));
         assert!(matches!(parse_head(b"").unwrap_err(), HeadError::Json(_)));
+        assert!(matches!(
+            parse_head(b"{\"model\":\"a\",\"x\":\"\xff\"}").unwrap_err(),
+            HeadError::Json(_)
+        ));
     }
 }

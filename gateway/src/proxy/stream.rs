@@ -80,8 +80,14 @@ impl Body for AccountedStream {
                     let usage = &mut this.usage;
                     this.parser.feed(data, |event| usage.observe(&event));
                 }
-                let deadline = Instant::now() + this.idle_timeout;
-                this.idle.as_mut().reset(deadline);
+                if this.upstream.is_end_stream() {
+                    // A length-delimited body can end with its last data frame: hyper will not
+                    // poll again, so this is the end of the stream.
+                    this.end(None, None);
+                } else {
+                    let deadline = Instant::now() + this.idle_timeout;
+                    this.idle.as_mut().reset(deadline);
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The whole PGO + BOLT chain WITHOUT Nix, with host tools (host rustc/cargo, Debian's
+# llvm-22, bolt-22, libbolt-22-dev): plain, instrumented, profile, PGO (--emit-relocs),
+# BOLT instrument + profile, PGO+BOLT, each binary copied out, proofs written and checked.
+# It runs the same stage scripts (nix/stages/*.sh) as the Nix chain.
+#
+# Usage: scripts/chain-local.sh [OUTDIR]        (default: ./out/chain-local)
+# Environment (all optional):
+#   LLVM_BIN       LLVM 22 bin dir (default /usr/lib/llvm-22/bin); or each tool by path:
+#   LLVM_PROFDATA, LLVM_BOLT, MERGE_FDATA, BOLT_RT_LIB, READELF
+#   TRAINER        a built trainer (default: built here, release, without fat LTO)
+#   SHAPES         the shapes directory (default ./shapes)
+#   TARGET_BASE    persistent cargo target dirs, one per flag set (default ./target/chain-local)
+#
+# Each stage writes OUTDIR/<stage>.tmp and renames it only on success: a failed stage leaves
+# no result. Outside Nix the profile is copied to a content-named file before use, because
+# cargo fingerprints the RUSTFLAGS string, not the profile's content, and would otherwise
+# reuse stale PGO artifacts from the persistent target dir.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+outdir=${1:-$repo/out/chain-local}
+outdir=$(mkdir -p "$outdir" && cd "$outdir" && pwd)
+stages="$repo/nix/stages"
+export STAGE_COMMON="$stages/common.sh"
+
+LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
+LLVM_PROFDATA=${LLVM_PROFDATA:-$LLVM_BIN/llvm-profdata}
+LLVM_BOLT=${LLVM_BOLT:-$LLVM_BIN/llvm-bolt}
+MERGE_FDATA=${MERGE_FDATA:-$LLVM_BIN/merge-fdata}
+BOLT_RT_LIB=${BOLT_RT_LIB:-$(dirname "$LLVM_BIN")/lib/libbolt_rt_instr.a}
+READELF=${READELF:-$(command -v readelf || echo /usr/bin/readelf)}
+SHAPES=${SHAPES:-$repo/shapes}
+TARGET_BASE=${TARGET_BASE:-$repo/target/chain-local}
+export LLVM_PROFDATA LLVM_BOLT MERGE_FDATA BOLT_RT_LIB READELF SHAPES
+
+rustc_vv=$(rustc -vV)
+host_triple=$(printf '%s\n' "$rustc_vv" | sed -n 's/^host: //p')
+rustc_major=$(printf '%s\n' "$rustc_vv" | sed -nE 's/^LLVM version: ([0-9]+).*/\1/p')
+profdata_major=$("$LLVM_PROFDATA" --version | grep -oE 'version [0-9]+' | head -n1 | grep -oE '[0-9]+')
+if [ "$rustc_major" != "$profdata_major" ]; then
+  echo "rustc is LLVM $rustc_major, $LLVM_PROFDATA is LLVM $profdata_major (apt-get install llvm-22)" >&2
+  exit 1
+fi
+
+timings="$outdir/stage-timings.txt"
+: >"$timings"
+# run_stage NAME SCRIPT [VAR=VALUE...]: one stage into OUTDIR/NAME, published on success.
+run_stage() {
+  local name=$1 script=$2 t0
+  shift 2
+  t0=$(date +%s)
+  rm -rf "${outdir:?}/$name" "$outdir/$name.tmp"
+  env STAGE_NAME="$name" OUT_DIR="$outdir/$name.tmp" "$@" bash "$stages/$script"
+  mv "$outdir/$name.tmp" "$outdir/$name"
+  printf '%-22s %5d s  %s\n' "$name" "$(($(date +%s) - t0))" "$outdir/$name" | tee -a "$timings"
+}
+cargo_stage() {
+  local name=$1 flags=$2
+  shift 2
+  run_stage "$name" cargo-build.sh SRC="$repo" BIN_NAME=gateway RUSTFLAGS="$flags" \
+    CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="-p gateway --bin gateway" \
+    CARGO_TARGET_DIR="$TARGET_BASE/$name" "$@"
+}
+
+if [ -z "${TRAINER:-}" ]; then
+  # A tool, not the product: no fat LTO (minutes on 2 cores for nothing the profile needs).
+  run_stage trainer cargo-build.sh SRC="$repo" BIN_NAME=trainer RUSTFLAGS= \
+    CARGO_EXTRA_ARGS="-p trainer --bin trainer" CARGO_TARGET_DIR="$TARGET_BASE/trainer" \
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+  TRAINER="$outdir/trainer/bin/trainer"
+fi
+export TRAINER
+
+cargo_stage gateway ""
+cargo_stage gateway-instrumented "-Cprofile-generate=/tmp/gateway-pgo"
+run_stage gateway-profile profile.sh GATEWAY_BIN="$outdir/gateway-instrumented/bin/gateway"
+
+sha=$(sha256sum "$outdir/gateway-profile/gateway.profdata" | cut -c1-16)
+profile="$outdir/profiles/merged-$sha.profdata"
+mkdir -p "$outdir/profiles"
+cp "$outdir/gateway-profile/gateway.profdata" "$profile"
+cargo_stage gateway-pgo \
+  "-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs" \
+  POST_INSTALL="PROFILE_DIR='$outdir/gateway-profile' PROOF_OUT=\"\$out/share/gateway/pgo-proof.json\" bash '$stages/pgo-gate.sh'"
+
+run_stage gateway-bolt-profile bolt-profile.sh GATEWAY_BIN="$outdir/gateway-pgo/bin/gateway"
+run_stage gateway-pgo-bolt bolt-optimize.sh GATEWAY_BIN="$outdir/gateway-pgo/bin/gateway" \
+  PGO_PROOF="$outdir/gateway-pgo/share/gateway/pgo-proof.json" \
+  FDATA="$outdir/gateway-bolt-profile/gateway.fdata" BIN_NAME=gateway \
+  BOLT_FLAGS="-reorder-blocks=ext-tsp -reorder-functions=cdsort -split-functions -split-all-cold -split-eh -icf=all -dyno-stats"
+STAGE_NAME=check-pgo-proof RESULT="$outdir/gateway-pgo-bolt" PROFILE_DIR="$outdir/gateway-profile" \
+  BOLT_PROFILE="$outdir/gateway-bolt-profile" bash "$stages/check-proofs.sh"
+
+echo
+echo "plain:            $outdir/gateway/bin/gateway"
+echo "pgo:              $outdir/gateway-pgo/bin/gateway"
+echo "optimized binary: $outdir/gateway-pgo-bolt/bin/gateway"
+echo "proofs:           $outdir/gateway-pgo-bolt/share/gateway/pgo-proof.json"
+echo "                  $outdir/gateway-pgo-bolt/share/gateway/bolt-proof.json"
+echo "stage timings:    $timings"
