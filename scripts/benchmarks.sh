@@ -95,6 +95,19 @@ log "callgrind: chat-nonstream-minimal, plain / pgo / pgo-bolt / pgo-single"
   --variant pgo-single="$pgo_single" \
   --work-dir "$results/callgrind" --json "$results/callgrind.json"
 
+# Where the instructions go: the top functions by self cost of the large runs.
+top() {
+  callgrind_annotate --inclusive=no --show=Ir,I1mr --auto=no "$1" |
+    awk '/file:function/ { on = 1; getline; next } on && NF { print }' | head -n 25 |
+    sed -E 's#  (\./|/|\?\?\?)[^:]*:#  #; s# \[[^]]*\]$##' | cut -c1-160
+}
+{
+  for v in plain pgo-bolt; do
+    echo "== $v"
+    top "$results/callgrind/chat-nonstream-minimal-$v-2000.callgrind.out"
+  done
+} >"$results/callgrind-top.txt" || true
+
 log "holdout gate"
 holdout_rc=0
 "$trainer" bench holdout --shapes "$shapes" \

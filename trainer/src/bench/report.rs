@@ -22,6 +22,8 @@ pub const AB_HOLDOUT: &str = "ab-holdout.json";
 pub const RSS: &str = "rss.json";
 pub const LOAD: &str = "load.json";
 pub const BUILD_TIMES: &str = "build-times.tsv";
+/// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.
+pub const TOP: &str = "callgrind-top.txt";
 /// The variant trained on the benchmarked shape alone (the dilution check), when present in
 /// `callgrind.json`.
 pub const SINGLE: &str = "pgo-single";
@@ -384,6 +386,15 @@ pub fn document(dir: &Path) -> Result<String, String> {
             s.push_str(&targets_markdown(r));
         }
         None => s.push_str(NOT_MEASURED),
+    }
+
+    if let Ok(top) = std::fs::read_to_string(dir.join(TOP)) {
+        s.push_str(
+            "\nWhere the instructions go (self cost per function over the whole large run, \
+             start-up included; `callgrind_annotate --inclusive=no`):\n\n```\n",
+        );
+        s.push_str(top.trim_end());
+        s.push_str("\n```\n");
     }
 
     s.push_str("\n## Holdout gate (stable)\n\n");
