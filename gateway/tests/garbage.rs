@@ -229,3 +229,78 @@ async fn invalid_utf8_anywhere_in_the_body_is_400() {
         "malformed JSON reached the upstream"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expect_continue_http10_and_reuse_after_an_error() {
+    let (mock, mut gw) = setup("[server]\nmax_body_bytes = 4096\n").await;
+    let b = body(CHAT, "gpt", false);
+
+    // curl sends `Expect: 100-continue` for bodies over 1 KiB and waits for the go-ahead.
+    let mut s = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer gw-key\r\ncontent-type: application/json\r\ncontent-length: {}\r\nexpect: 100-continue\r\n\r\n",
+        b.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let got = read_until(&mut s, b"\r\n\r\n").await;
+    assert!(
+        got.starts_with(b"HTTP/1.1 100"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    s.write_all(b.as_bytes()).await.unwrap();
+    let got = read_until(&mut s, b"\"usage\"").await;
+    assert!(
+        String::from_utf8_lossy(&got).contains("HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+
+    // HTTP/1.0, no keep-alive.
+    let mut s = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let req = format!(
+        "POST /v1/chat/completions HTTP/1.0\r\nauthorization: Bearer gw-key\r\ncontent-length: {}\r\n\r\n{b}",
+        b.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(PATIENCE, s.read_to_end(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with("HTTP/1.0 200") || text.starts_with("HTTP/1.1 200"),
+        "{text}"
+    );
+    assert!(text.contains("\"usage\""), "{text}");
+
+    // A keep-alive connection after a 401 and a 404 still serves (both bodies were small).
+    let stream = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    for (key, model, status) in [
+        ("nope", "gpt", 401u16),
+        ("gw-key", "nope", 404),
+        ("gw-key", "gpt", 200),
+    ] {
+        let req = http::Request::post(CHAT)
+            .header("host", "gw")
+            .header("authorization", format!("Bearer {key}"))
+            .body(http_body_util::Full::new(bytes::Bytes::from(body(
+                CHAT, model, false,
+            ))))
+            .unwrap();
+        sender.ready().await.unwrap();
+        let r = sender.send_request(req).await.unwrap();
+        assert_eq!(r.status().as_u16(), status);
+        http_body_util::BodyExt::collect(r.into_body())
+            .await
+            .unwrap();
+    }
+    assert_eq!(mock.request_count(), 3);
+    assert_healthy(&mut gw).await;
+}

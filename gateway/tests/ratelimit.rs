@@ -227,3 +227,52 @@ rate_limit = {{ requests_per_minute = 2 }}
         Some(1.0)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_tokens_per_minute_charges_streamed_usage() {
+    // 17 + 3058 = 3075 tokens per response against a key budget of 3000 per minute.
+    let mock = MockUpstream::start(MockConfig {
+        chunks: 3058,
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let config = format!(
+        r#"
+[[keys]]
+name = "metered"
+key = "gw-metered"
+rate_limit = {{ tokens_per_minute = 3000 }}
+
+[[keys]]
+name = "other"
+key = "gw-other"
+
+{}"#,
+        two_models(&mock.base_url())
+    );
+    let gw = Gateway::start(&config).await;
+    let r = gw
+        .send(post(CHAT, body(CHAT, "gpt", true)).bearer("gw-metered"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    gw.wait_metric(&tokens_series("gpt", "output"), 3058.0)
+        .await;
+    let r = gw
+        .send(post(MESSAGES, body(MESSAGES, "claude", false)).x_api_key("gw-metered"))
+        .await;
+    assert_eq!(assert_anthropic_error(&r, 429), "rate_limit_error");
+    assert_eq!(r.header("x-ratelimit-limit-tokens"), Some("3000"));
+    let r = gw
+        .send(post(MESSAGES, body(MESSAGES, "claude", false)).x_api_key("gw-other"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let text = gw.metrics().await;
+    assert_eq!(
+        metric(
+            &text,
+            "gateway_rate_limited_total{model=\"claude\",scope=\"key\"}"
+        ),
+        Some(1.0)
+    );
+}
