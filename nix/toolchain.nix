@@ -34,8 +34,10 @@ in
 {
   inherit rust hostTriple bolt;
   llvmProfdata = "${rust}/lib/rustlib/${hostTriple}/bin/llvm-profdata";
-  # Never through PATH: llvm-bolt is called by this absolute path, and its runtime library
-  # is passed explicitly (llvm-bolt otherwise resolves it relative to its own location).
+  # Never through PATH or build inputs: llvm-bolt is called by this absolute path, and its
+  # runtime library is passed explicitly (llvm-bolt otherwise resolves it relative to its own
+  # location). As a build input, nixpkgs' bolt would also add its setup hook, which BOLTs
+  # every ELF in the fixup phase without a profile.
   llvmBolt = "${bolt}/bin/llvm-bolt";
   mergeFdata = "${bolt}/bin/merge-fdata";
   boltRuntimeLib = "${bolt}/lib/libbolt_rt_instr.a";

@@ -58,6 +58,8 @@ if [ -n "${DEPS_DIR:-}" ]; then
 fi
 
 export RUSTFLAGS=${RUSTFLAGS:-}
+# An empty CARGO_BUILD_TARGET is an error to cargo ("target was empty"): unset it.
+[ -n "${CARGO_BUILD_TARGET:-}" ] || unset CARGO_BUILD_TARGET
 note "RUSTFLAGS='$RUSTFLAGS' target='${CARGO_BUILD_TARGET:-host}' args='${CARGO_EXTRA_ARGS:-}'"
 
 cargoStderrLog="$work/cargo-stderr-$BIN_NAME.log"

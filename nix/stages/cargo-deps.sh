@@ -38,6 +38,8 @@ if [ -n "${VENDOR_DIR:-}" ]; then
     "$VENDOR_DIR" >"$CARGO_HOME/config.toml"
 fi
 export RUSTFLAGS=${RUSTFLAGS:-}
+# An empty CARGO_BUILD_TARGET is an error to cargo ("target was empty"): unset it.
+[ -n "${CARGO_BUILD_TARGET:-}" ] || unset CARGO_BUILD_TARGET
 note "deps: RUSTFLAGS='$RUSTFLAGS' target='${CARGO_BUILD_TARGET:-host}' args='${CARGO_EXTRA_ARGS:-}'"
 # shellcheck disable=SC2086 # CARGO_EXTRA_ARGS is a word list by design
 cargo build --release --locked --offline ${CARGO_EXTRA_ARGS:-} 2>"$work/deps.log" || {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# CI's bench tier on the host chain's binaries: the valgrind ratios (report) and the holdout
+# gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape exceed
+# 1.00x plain). The short real bench run (smoke) is `cargo test -p trainer --test bench`.
+#
+# Usage: scripts/bench-ci.sh [CHAIN_OUT]
+#   CHAIN_OUT  a scripts/chain-local.sh output directory; without it the chain is run first
+#              into ./out/chain-local (with chain-local.sh's own persistent target dirs).
+#   TRAINER    a built trainer (default: built here, release without fat LTO)
+# Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, holdout.json, *.md.
+# About 8 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+out=${BENCH_CI_OUT:-$repo/out/bench-ci}
+mkdir -p "$out"
+if [ -z "${TRAINER:-}" ]; then
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
+  TRAINER="$repo/target/bench-trainer/release/trainer"
+fi
+chain=${1:-}
+if [ -z "$chain" ]; then
+  chain="$repo/out/chain-local"
+  TRAINER="$TRAINER" bash "$repo/scripts/chain-local.sh" "$chain"
+fi
+variants=(
+  --variant "plain=$chain/gateway/bin/gateway"
+  --variant "pgo=$chain/gateway-pgo/bin/gateway"
+  --variant "pgo-bolt=$chain/gateway-pgo-bolt/bin/gateway"
+)
+
+t0=$SECONDS
+"$TRAINER" bench callgrind --shapes shapes --shape chat-nonstream-minimal "${variants[@]}" \
+  --work-dir "$out/callgrind" --json "$out/callgrind.json" --markdown "$out/callgrind.md"
+echo "=== bench-ci: callgrind ratios in $((SECONDS - t0)) s"
+
+t0=$SECONDS
+"$TRAINER" bench holdout --shapes shapes "${variants[@]}" \
+  --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md"
+echo "=== bench-ci: holdout gate passed in $((SECONDS - t0)) s"
