@@ -291,13 +291,11 @@ impl Config {
             match (&k.key, &k.key_env) {
                 (Some(_), Some(_)) => {
                     return Err(invalid(
-                        format!("{at}"),
+                        at.clone(),
                         "set `key` or `key_env`, not both".into(),
                     ))
                 }
-                (None, None) => {
-                    return Err(invalid(format!("{at}"), "set `key` or `key_env`".into()))
-                }
+                (None, None) => return Err(invalid(at.clone(), "set `key` or `key_env`".into())),
                 (Some(key), None) if key.is_empty() => {
                     return Err(invalid(format!("{at}.key"), "must not be empty".into()))
                 }

@@ -84,6 +84,14 @@ fn metrics(m: &Metrics) -> Response<GatewayBody> {
 fn models(gw: Arc<Gateway>, req: &Request<Incoming>) -> Response<GatewayBody> {
     let id = request_id(&gw, req);
     let mut c = Completion::begin(gw.clone(), Route::Models, id);
+    if req.method() != http::Method::GET {
+        return proxy::fail(
+            c,
+            Dialect::Chat,
+            ErrorKind::InvalidRequest,
+            "/v1/models requires GET",
+        );
+    }
     let body = match gw.keys.authenticate(req.headers()) {
         AuthOutcome::Open => gw.models_json.clone(),
         AuthOutcome::Key(i, k) => {

@@ -306,6 +306,9 @@ async fn read_upstream(mut body: Incoming, idle: std::time::Duration) -> Result<
 fn passes_back(name: &HeaderName) -> bool {
     let n = name.as_str();
     n == "content-type"
+        // Only set if an upstream compresses although we never ask it to; the client must
+        // know, or it gets bytes it cannot read.
+        || n == "content-encoding"
         || n == "retry-after"
         || n == "request-id"
         || n == "x-request-id"
