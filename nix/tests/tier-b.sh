@@ -62,41 +62,64 @@ for system in x86_64-linux aarch64-linux; do
 done
 
 echo "== stage wiring (x86_64-linux)"
-get() { ev --raw "$flake#packages.x86_64-linux.$1"; }
+# One evaluation for all values (separate ones could see different sources in a working tree
+# that others are editing): NAME=VALUE lines.
+wiring=$(ev --raw "$flake#packages.x86_64-linux" --apply 'p: builtins.concatStringsSep "\n" [
+  ("profile=" + p.gateway-profile.outPath)
+  ("instrumented=" + p.gateway-instrumented.outPath)
+  ("pgo=" + p.gateway-pgo.outPath)
+  ("boltProfile=" + p.gateway-bolt-profile.outPath)
+  ("instrumentedFlags=" + p.gateway-instrumented.RUSTFLAGS)
+  ("instrumentedTarget=" + p.gateway-instrumented.CARGO_BUILD_TARGET)
+  ("pgoFlags=" + p.gateway-pgo.RUSTFLAGS)
+  ("pgoTarget=" + p.gateway-pgo.CARGO_BUILD_TARGET)
+  ("pgoPostInstall=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.postInstall)
+  ("pgoDontStrip=" + (if p.gateway-pgo.dontStrip then "true" else "false"))
+  ("pgoDepsFlags=" + p.gateway-pgo.cargoArtifacts.RUSTFLAGS)
+  ("plainFlags=[" + p.gateway.RUSTFLAGS + "]")
+  ("profdata=" + p.gateway-profile.LLVM_PROFDATA)
+  ("profileBin=" + p.gateway-profile.GATEWAY_BIN)
+  ("boltRt=" + p.gateway-bolt-profile.BOLT_RT_LIB)
+  ("boltProfileBin=" + p.gateway-bolt-profile.GATEWAY_BIN)
+  ("boltFlags=" + p.gateway-pgo-bolt.BOLT_FLAGS)
+  ("fdata=" + p.gateway-pgo-bolt.FDATA)
+  ("default=" + p.default.drvPath)
+  ("pgoBolt=" + p.gateway-pgo-bolt.drvPath)
+]') || fail "the stage wiring does not evaluate"
+declare -A w
+while IFS='=' read -r k v; do w[$k]=$v; done <<<"$wiring"
 expect() {
   case "$2" in
-    *$3*) echo "  ok: $1 has $3" ;;
+    *"$3"*) echo "  ok: $1 has $3" ;;
     *) fail "$1 = '$2' lacks '$3'" ;;
   esac
 }
 reject() {
   case "$2" in
-    *$3*) fail "$1 = '$2' has '$3'" ;;
+    *"$3"*) fail "$1 = '$2' has '$3'" ;;
     *) echo "  ok: $1 has no $3" ;;
   esac
 }
-profile=$(get gateway-profile.outPath)
-pgo_flags=$(get gateway-pgo.RUSTFLAGS)
-expect gateway-instrumented.RUSTFLAGS "$(get gateway-instrumented.RUSTFLAGS)" "-Cprofile-generate="
-expect gateway-instrumented.CARGO_BUILD_TARGET "$(get gateway-instrumented.CARGO_BUILD_TARGET)" "x86_64-unknown-linux-gnu"
-expect gateway-pgo.RUSTFLAGS "$pgo_flags" "-Cprofile-use=$profile/gateway.profdata"
-expect gateway-pgo.RUSTFLAGS "$pgo_flags" "-Wl,--emit-relocs"
-expect gateway-pgo.RUSTFLAGS "$pgo_flags" "-pgo-warn-missing-function"
-expect gateway-pgo.postInstall "$(get gateway-pgo.postInstall)" "pgo-gate.sh"
-expect gateway-pgo.CARGO_BUILD_TARGET "$(get gateway-pgo.CARGO_BUILD_TARGET)" "x86_64-unknown-linux-gnu"
-expect gateway-pgo.dontStrip "$(ev --json "$flake#packages.x86_64-linux.gateway-pgo.dontStrip")" "true"
-expect gateway-pgo.cargoArtifacts "$(get gateway-pgo.cargoArtifacts.RUSTFLAGS)" "-Cprofile-use=$profile"
-expect gateway.RUSTFLAGS "[$(get gateway.RUSTFLAGS)]" "[]"
-expect gateway-profile.LLVM_PROFDATA "$(get gateway-profile.LLVM_PROFDATA)" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
-expect gateway-profile.GATEWAY_BIN "$(get gateway-profile.GATEWAY_BIN)" "$(get gateway-instrumented.outPath)/bin/gateway"
-expect gateway-bolt-profile.BOLT_RT_LIB "$(get gateway-bolt-profile.BOLT_RT_LIB)" "stub-bolt-22/lib/libbolt_rt_instr.a"
-expect gateway-bolt-profile.GATEWAY_BIN "$(get gateway-bolt-profile.GATEWAY_BIN)" "$(get gateway-pgo.outPath)/bin/gateway"
-bolt_flags=$(get gateway-pgo-bolt.BOLT_FLAGS)
-expect gateway-pgo-bolt.BOLT_FLAGS "$bolt_flags" "-icf=all"
-reject gateway-pgo-bolt.BOLT_FLAGS "$bolt_flags" "-use-gnu-stack"
-expect gateway-pgo-bolt.FDATA "$(get gateway-pgo-bolt.FDATA)" "$(get gateway-bolt-profile.outPath)/gateway.fdata"
-expect default "$(get default.drvPath)" "$(get gateway-pgo-bolt.drvPath)"
-expect fenix.components "$(ev --raw "$flake#devShells.x86_64-linux.default.LLVM_PROFDATA")" "rust-stable-with-components"
+expect gateway-instrumented.RUSTFLAGS "${w[instrumentedFlags]}" "-Cprofile-generate="
+expect gateway-instrumented.CARGO_BUILD_TARGET "${w[instrumentedTarget]}" "x86_64-unknown-linux-gnu"
+expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Cprofile-use=${w[profile]}/gateway.profdata"
+expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Wl,--emit-relocs"
+expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-pgo-warn-missing-function"
+expect gateway-pgo.postInstall "${w[pgoPostInstall]}" "pgo-gate.sh"
+expect gateway-pgo.CARGO_BUILD_TARGET "${w[pgoTarget]}" "x86_64-unknown-linux-gnu"
+expect gateway-pgo.dontStrip "${w[pgoDontStrip]}" "true"
+expect gateway-pgo.cargoArtifacts.RUSTFLAGS "${w[pgoDepsFlags]}" "-Cprofile-use=${w[profile]}"
+expect gateway.RUSTFLAGS "${w[plainFlags]}" "[]"
+expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
+expect gateway-profile.GATEWAY_BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
+expect gateway-bolt-profile.BOLT_RT_LIB "${w[boltRt]}" "stub-bolt-22/lib/libbolt_rt_instr.a"
+expect gateway-bolt-profile.GATEWAY_BIN "${w[boltProfileBin]}" "${w[pgo]}/bin/gateway"
+expect gateway-pgo-bolt.BOLT_FLAGS "${w[boltFlags]}" "-icf=all"
+reject gateway-pgo-bolt.BOLT_FLAGS "${w[boltFlags]}" "-use-gnu-stack"
+expect gateway-pgo-bolt.FDATA "${w[fdata]}" "${w[boltProfile]}/gateway.fdata"
+expect default "${w[default]}" "${w[pgoBolt]}"
+expect devShell.LLVM_PROFDATA "$(ev --raw "$flake#devShells.x86_64-linux.default.LLVM_PROFDATA")" \
+  "rust-stable-with-components"
 
 echo "== lib.mkPgoBoltChain with another project's arguments"
 out=$(ev --impure --json "$flake#lib" --apply "lib:
