@@ -1,0 +1,21 @@
+# checks.<system>.release: scripts/release-check.sh on gateway-pgo-bolt's proofs, the same
+# gate the release workflow runs before it publishes anything (and that ./tarball.nix and
+# ./image.nix run again on what they package).
+#
+# Arguments:
+#   runStage      name -> env -> script -> derivation (nix/crane.nix or nix/host/builder.nix)
+#   gateway       the gateway-pgo-bolt derivation
+#   releaseCheck  scripts/release-check.sh (a path)
+#   readelf       absolute path of readelf
+#   binName       the binary (default "gateway")
+{
+  runStage,
+  gateway,
+  releaseCheck,
+  readelf,
+  binName ? "gateway",
+}:
+runStage "${binName}-check-release" {
+  GATEWAY = gateway;
+  READELF = readelf;
+} "bash ${releaseCheck} --bin-name ${binName} \"$GATEWAY\" && touch $out"
