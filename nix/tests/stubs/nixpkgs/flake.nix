@@ -57,6 +57,17 @@
           binutils-unwrapped = pkg "stub-binutils";
           nixfmt = pkg "stub-nixfmt";
           llvmPackages_22.bolt = pkg "stub-bolt-22";
+          # nix/release: the image and its relabelling. `config` is kept as JSON so tests can
+          # read the Entrypoint, User and labels back.
+          jq = pkg "stub-jq";
+          dockerTools.buildLayeredImage =
+            args:
+            drv "docker-image-${args.name}.tar.gz" (
+              builtins.removeAttrs args [ "config" ]
+              // {
+                config = builtins.toJSON (args.config or { });
+              }
+            );
         };
     in
     {
