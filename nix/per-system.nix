@@ -36,6 +36,17 @@ let
     holdoutGate = null;
   };
 
+  # Release artifacts (tarball, OCI image) and their gate, checks.release: nix/release.
+  release = import ./release {
+    inherit pkgs system;
+    inherit (builder) runStage;
+    inherit (toolchain) readelf;
+    gateway = chain.gateway-pgo-bolt;
+    root = self;
+    rev = self.shortRev or "dirty";
+    sourceDateEpoch = self.lastModified or 1;
+  };
+
   localChain = pkgs.writeShellScript "gateway-chain-local" ''
     # The chain outside the Nix store (scripts/chain-local.sh) with the pinned tools.
     export PATH=${toolchain.rust}/bin:${pkgs.stdenv.cc}/bin:${pkgs.gnumake}/bin:$PATH
@@ -63,9 +74,10 @@ in
       ;
     inherit trainer;
     default = chain.gateway-pgo-bolt;
-  };
+  }
+  // release.packages;
 
-  checks = builder.checks // chain.checks;
+  checks = builder.checks // chain.checks // release.checks;
 
   devShells.default = pkgs.mkShell {
     packages = [
