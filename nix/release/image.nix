@@ -90,7 +90,7 @@ let
     };
   };
 in
-runStage "docker-image-${imageName}.tar.gz" {
+runStage "${imageName}-image.tar.gz" {
   IMAGE = unlabelled;
   GATEWAY = gateway;
   BIN_NAME = binName;
