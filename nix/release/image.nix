@@ -24,6 +24,8 @@
 #                    the workflow pushes under ghcr.io/<owner>/<imageName>)
 #   binName          the binary (default "gateway")
 #   uid              the unprivileged user and group id (default 65532, distroless' nonroot)
+#   floors           release-check floors to override, e.g. { RELEASE_MIN_BOLT_FUNCS = "50"; }
+#                    (default { }: scripts/release-check.sh's own, set for this gateway)
 {
   dockerTools,
   runCommand,
@@ -40,6 +42,7 @@
   imageName ? "gateway",
   binName ? "gateway",
   uid ? 65532,
+  floors ? { },
 }:
 let
   id = toString uid;
@@ -90,12 +93,15 @@ let
     };
   };
 in
-runStage "${imageName}-image.tar.gz" {
-  IMAGE = unlabelled;
-  GATEWAY = gateway;
-  BIN_NAME = binName;
-  RELEASE_CHECK = releaseCheck;
-  READELF = readelf;
-  JQ = jq;
-  LABEL_PREFIX = labelPrefix;
-} "bash ${./label-image.sh}"
+runStage "${imageName}-image.tar.gz" (
+  {
+    IMAGE = unlabelled;
+    GATEWAY = gateway;
+    BIN_NAME = binName;
+    RELEASE_CHECK = releaseCheck;
+    READELF = readelf;
+    JQ = jq;
+    LABEL_PREFIX = labelPrefix;
+  }
+  // floors
+) "bash ${./label-image.sh}"

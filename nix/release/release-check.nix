@@ -8,14 +8,20 @@
 #   releaseCheck  scripts/release-check.sh (a path)
 #   readelf       absolute path of readelf
 #   binName       the binary (default "gateway")
+#   floors        release-check floors to override, e.g. { RELEASE_MIN_BOLT_FUNCS = "50"; }
+#                 (default { }: scripts/release-check.sh's own, set for this gateway)
 {
   runStage,
   gateway,
   releaseCheck,
   readelf,
   binName ? "gateway",
+  floors ? { },
 }:
-runStage "${binName}-check-release" {
-  GATEWAY = gateway;
-  READELF = readelf;
-} "bash ${releaseCheck} --bin-name ${binName} \"$GATEWAY\" && touch $out"
+runStage "${binName}-check-release" (
+  {
+    GATEWAY = gateway;
+    READELF = readelf;
+  }
+  // floors
+) "bash ${releaseCheck} --bin-name ${binName} \"$GATEWAY\" && touch $out"

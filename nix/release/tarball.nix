@@ -16,6 +16,8 @@
 #   sourceDateEpoch  the mtime of every entry (`self.lastModified`): the same commit gives the
 #                    same bytes
 #   binName          the binary (default "gateway")
+#   floors           release-check floors to override, e.g. { RELEASE_MIN_BOLT_FUNCS = "50"; }
+#                    (default { }: scripts/release-check.sh's own, set for this gateway)
 {
   runStage,
   gateway,
@@ -28,18 +30,22 @@
   rev,
   sourceDateEpoch,
   binName ? "gateway",
+  floors ? { },
 }:
-runStage "${binName}-tarball-${version}" {
-  GATEWAY = gateway;
-  BIN_NAME = binName;
-  # Empty when absent: make-tarball.sh then fails closed and says why (evaluation must not
-  # fail, or one missing file would hide every other package from `nix flake show`).
-  LICENSE_FILE = if license == null then "" else license;
-  EXAMPLE_CONFIG = exampleConfig;
-  RELEASE_CHECK = releaseCheck;
-  READELF = readelf;
-  VERSION = version;
-  SYSTEM = system;
-  REV = rev;
-  SOURCE_DATE_EPOCH = toString sourceDateEpoch;
-} "bash ${./make-tarball.sh}"
+runStage "${binName}-tarball-${version}" (
+  {
+    GATEWAY = gateway;
+    BIN_NAME = binName;
+    # Empty when absent: make-tarball.sh then fails closed and says why (evaluation must not
+    # fail, or one missing file would hide every other package from `nix flake show`).
+    LICENSE_FILE = if license == null then "" else license;
+    EXAMPLE_CONFIG = exampleConfig;
+    RELEASE_CHECK = releaseCheck;
+    READELF = readelf;
+    VERSION = version;
+    SYSTEM = system;
+    REV = rev;
+    SOURCE_DATE_EPOCH = toString sourceDateEpoch;
+  }
+  // floors
+) "bash ${./make-tarball.sh}"

@@ -1,0 +1,72 @@
+# Release tests (nix/tests/release-tests.sh): nix/release/tarball.nix and
+# nix/release/release-check.nix built for real in the Nix sandbox with the host builder's
+# runStage (host tar, gzip, coreutils, readelf bound in with sandbox-paths), on a real
+# gateway-pgo-bolt output from the host chain.
+#
+# Arguments (strings):
+#   gateway          a gateway-pgo-bolt output: a store path (tier c's result) or a directory
+#                    outside the store (scripts/chain-local.sh's), then copied in
+#   license          the LICENSE file to ship ("" = none: the tarball must refuse)
+#   rev              source revision recorded in release.json
+#   sourceDateEpoch  the tarball's mtime
+#   system           the Nix system
+#   floors           release-check floor overrides (an attrset, see nix/release/tarball.nix)
+{
+  gateway,
+  license ? "",
+  rev ? "test",
+  sourceDateEpoch ? "1",
+  system ? "x86_64-linux",
+  floors ? { },
+}:
+let
+  root = ../..;
+  # Only runStage is used: buildWith's arguments are never evaluated.
+  host = import ../host/builder.nix {
+    inherit system;
+    rustSysroot = "/nonexistent";
+    vendorDir = "/nonexistent";
+    src = null;
+    manifests = null;
+  };
+  gatewayDrv =
+    if builtins.substring 0 11 gateway == "/nix/store/" then
+      builtins.storePath gateway
+    else
+      builtins.path {
+        path = gateway;
+        name = "gateway-pgo-bolt";
+      };
+  releaseCheck = root + "/scripts/release-check.sh";
+  readelf = "/usr/bin/readelf";
+  cargo = builtins.fromTOML (builtins.readFile (root + "/Cargo.toml"));
+  version = cargo.workspace.package.version;
+in
+{
+  tarball = import ../release/tarball.nix {
+    inherit (host) runStage;
+    inherit
+      releaseCheck
+      readelf
+      version
+      system
+      rev
+      ;
+    gateway = gatewayDrv;
+    license =
+      if license == "" then
+        null
+      else
+        builtins.path {
+          path = license;
+          name = "LICENSE";
+        };
+    exampleConfig = root + "/gateway.example.toml";
+    inherit sourceDateEpoch floors;
+  };
+  release = import ../release/release-check.nix {
+    inherit (host) runStage;
+    inherit releaseCheck readelf floors;
+    gateway = gatewayDrv;
+  };
+}
