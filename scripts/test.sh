@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # The project's test command (README "Testing"; .ci/run calls it). Runs every tier in order
 # and prints each tier's duration. Needs: cargo, llvm-22, bolt-22, libbolt-22-dev, nix-bin,
-# valgrind (see .ci/run for the install line).
+# valgrind, node/npm, python3 (see .ci/run for the install line).
+#
+# Tiers (each fails the run):
+#   lint        cargo fmt --check, clippy -D warnings
+#   cargo-test  unit + integration tests of gateway and trainer (real gateway processes
+#               against the mock upstream, fail-closed stage tests, a short real bench run)
+#   stage-e2e   the real training stages with host tools: instrumented build, trainer
+#               profile + llvm-profdata-22, PGO build without hash mismatch, BOLT
+#   nix a-d     static checks, stub evaluation, the chain in a real Nix sandbox, fail-closed
+#   bench       valgrind instruction / I1 ratios and the holdout gate on tier c's binaries
+#   release     workflows, release derivations, the release gate on tier c's proofs
+#
+# Usage: scripts/test.sh [TIER ...]   (default: all, in the order above)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
 
 durations=()
 tier() {
   local name=$1
   shift
-  echo "=== tier: $name"
+  echo "=== tier: $name ($(date -u +%T))"
   local t0=$SECONDS
   "$@"
   local dt=$((SECONDS - t0))
@@ -22,12 +35,24 @@ lint() {
   cargo clippy --workspace --all-targets --locked -- -D warnings
 }
 
-unit_and_integration() {
+cargo_test() {
   cargo test --workspace --locked
 }
 
-tier lint lint
-tier cargo-test unit_and_integration
+tiers=("$@")
+[ "${#tiers[@]}" -gt 0 ] || tiers=(lint cargo-test stage-e2e nix bench release)
+for t in "${tiers[@]}"; do
+  case $t in
+    lint) tier lint lint ;;
+    cargo-test) tier cargo-test cargo_test ;;
+    stage-e2e) tier stage-e2e trainer/tests/stage-e2e.sh ;;
+    nix) tier nix nix/tests/run-all.sh a b c d ;;
+    # Both reuse tier c's outputs (out/tier-c): no second build of the chain.
+    bench) tier bench scripts/bench-ci.sh "$repo/out/tier-c" ;;
+    release) tier release nix/tests/release-tests.sh "$repo/out/tier-c" ;;
+    *) echo "unknown tier $t" >&2; exit 2 ;;
+  esac
+done
 
 echo "=== durations"
 printf '  %s\n' "${durations[@]}"
