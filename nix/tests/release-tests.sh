@@ -131,18 +131,20 @@ nixf=(
   --override-input fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
 )
 for system in x86_64-linux aarch64-linux; do
-  # One evaluation per system; the wiring is then checked on its JSON.
-  if nix eval "${nixf[@]}" --json "git+file://$repo" --apply "f: let
-      p = f.packages.$system; c = f.checks.$system; img = p.gateway-image;
+  # One evaluation per output set; the wiring is then checked on the JSON.
+  if nix eval "${nixf[@]}" --json "git+file://$repo#packages.$system" --apply "p: let
+      img = p.gateway-image;
     in {
-      tarball = p.gateway-tarball.drvPath; image = img.drvPath; release = c.release.drvPath;
+      tarball = p.gateway-tarball.drvPath; image = img.drvPath;
       pgoBolt = p.gateway-pgo-bolt.outPath;
       tarballGateway = p.gateway-tarball.GATEWAY; imageGateway = img.GATEWAY;
-      releaseGateway = c.release.GATEWAY;
       version = p.gateway-tarball.VERSION; system = p.gateway-tarball.SYSTEM;
       rev = p.gateway-tarball.REV; license = p.gateway-tarball.LICENSE_FILE;
-      config = builtins.fromJSON img.IMAGE.config; contents = map toString img.IMAGE.contents;
-    }" >"$work/eval-$system.json" 2>"$work/eval-$system.err"; then
+      config = builtins.fromJSON (builtins.unsafeDiscardStringContext img.IMAGE.config); contents = map toString img.IMAGE.contents;
+    }" >"$work/eval-$system.json" 2>"$work/eval-$system.err" &&
+    nix eval "${nixf[@]}" --json "git+file://$repo#checks.$system.release" \
+      --apply 'c: { release = c.drvPath; releaseGateway = c.GATEWAY; }' \
+      >"$work/eval-$system-checks.json" 2>>"$work/eval-$system.err"; then
     pass "$system: gateway-tarball, gateway-image, checks.release evaluate"
   else
     cat "$work/eval-$system.err" >&2
@@ -152,6 +154,7 @@ for system in x86_64-linux aarch64-linux; do
   if python3 - "$work/eval-$system.json" "$system" "$version" "$([ -s LICENSE ] && echo yes || echo no)" <<'EOF'; then
 import json, sys
 e = json.load(open(sys.argv[1])); system, version, has_license = sys.argv[2:]
+e.update(json.load(open(sys.argv[1].replace(".json", "-checks.json"))))
 bad = []
 def need(c, m):
     if not c: bad.append(m)
@@ -187,6 +190,9 @@ if "$check" "$gw" >"$work/gate.log" 2>&1; then
 else
   cat "$work/gate.log" >&2
   failt "the chain's proofs are refused"
+  # Everything below packages this output: without a releasable one there is nothing to test.
+  echo "$passed passed, $failed failed"
+  die "$gw is not releasable (a stand-in chain? see RELEASE_MIN_* above)"
 fi
 # tamper NAME EXPECTED-MESSAGE SETUP: copy the output, break it with SETUP, expect a refusal
 # naming EXPECTED-MESSAGE.
@@ -216,15 +222,15 @@ tamper "binary changed after the proof" "sha256 of bin/gateway" \
   "printf 'X' | dd of=bin/gateway bs=1 seek=4096 conv=notrunc status=none"
 tamper "wrong output_sha256 in the proof" "sha256 of bin/gateway" \
   "sed -i -E 's/(\"output_sha256\": \")[0-9a-f]{64}/\\1$(printf '%064d' 0)/' $B"
-tamper "profile functions below the floor" "profile_total_functions\" = 5 is below the floor" \
-  "setnum profile_total_functions 5 $P"
-tamper "profraw count below the floor" "profraw_count\" = 1 is below the floor" "setnum profraw_count 1 $P"
+tamper "profile functions below the floor" "profile_total_functions\" = 0 is below the floor" \
+  "setnum profile_total_functions 0 $P"
+tamper "profraw count below the floor" "profraw_count\" = 0 is below the floor" "setnum profraw_count 0 $P"
 tamper "BOLT profile functions below the floor" "functions_with_profile\" = 0 is below the floor" \
   "setnum functions_with_profile 0 $B"
-tamper "fdata below the floor" "fdata_bytes\" = 10 is below the floor" "setnum fdata_bytes 10 $B"
+tamper "fdata below the floor" "fdata_bytes\" = 0 is below the floor" "setnum fdata_bytes 0 $B"
 tamper "hash mismatch recorded" "hash_mismatch_warnings: expected '0'" "setnum hash_mismatch_warnings 3 $P"
 tamper "missing .note.bolt_info (proof re-hashed)" "has no .note.bolt_info" \
-  "objcopy --remove-section .note.bolt_info bin/gateway && resha"
+  "objcopy --remove-section .note.bolt_info bin/gateway 2>/dev/null && resha"
 tamper "repeated key hiding a figure" "repeats key(s) \"profile_total_functions\"" \
   "sed -i 's/^{\$/{\\n  \"profile_total_functions\": 5,/' $P"
 tamper "-use-gnu-stack in the BOLT flags" "use-gnu-stack" "sed -i 's/-dyno-stats/-dyno-stats -use-gnu-stack/' $B"
