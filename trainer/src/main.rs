@@ -70,10 +70,10 @@ struct StageArgs {
     /// The output directory; must not exist or be empty. Built next to it, then renamed.
     #[arg(long)]
     out: PathBuf,
-    /// Size floor of each shape's profile file, in bytes.
+    /// Size floor of each shape's profile file, in bytes (default: 64 KiB .profraw, 16 KiB .fdata).
     #[arg(long)]
     min_shape_bytes: Option<u64>,
-    /// Size floor of the merged profile, in bytes.
+    /// Size floor of the merged profile, in bytes (default: 64 KiB .profdata, 16 KiB .fdata).
     #[arg(long)]
     min_merged_bytes: Option<u64>,
     /// Longest wait for /healthz after starting the gateway, in seconds.
@@ -85,14 +85,14 @@ struct StageArgs {
 }
 
 impl StageArgs {
-    fn options(&self, min_shape: u64, min_merged: u64) -> TrainOptions {
+    fn options(&self) -> TrainOptions {
         let mut o = TrainOptions::new(
             self.gateway_bin.clone(),
             self.shapes.clone(),
             self.out.clone(),
         );
-        o.min_shape_bytes = self.min_shape_bytes.unwrap_or(min_shape);
-        o.min_merged_bytes = self.min_merged_bytes.unwrap_or(min_merged);
+        o.min_shape_bytes = self.min_shape_bytes;
+        o.min_merged_bytes = self.min_merged_bytes;
         o.ready_timeout = Duration::from_secs(self.ready_timeout_s);
         o.exit_timeout = Duration::from_secs(self.exit_timeout_s);
         o
@@ -123,13 +123,6 @@ struct BoltProfileArgs {
     #[arg(long)]
     instrumentation_file: Option<PathBuf>,
 }
-
-/// Floors: a real instrumented gateway writes far more than these per shape (see
-/// shapes/README.md); a profile under them means a run that exercised next to nothing.
-const PGO_MIN_SHAPE_BYTES: u64 = 64 * 1024;
-const PGO_MIN_MERGED_BYTES: u64 = 64 * 1024;
-const BOLT_MIN_SHAPE_BYTES: u64 = 16 * 1024;
-const BOLT_MIN_MERGED_BYTES: u64 = 16 * 1024;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -206,9 +199,7 @@ fn run_drive(args: DriveArgs) -> Result<(), Error> {
 }
 
 fn run_profile(args: ProfileArgs) -> Result<(), Error> {
-    let opts = args
-        .stage
-        .options(PGO_MIN_SHAPE_BYTES, PGO_MIN_MERGED_BYTES);
+    let opts = args.stage.options();
     let kind = Pgo {
         llvm_profdata: args.llvm_profdata,
         expect_llvm_major: args.expect_llvm_major,
@@ -228,9 +219,7 @@ fn run_profile(args: ProfileArgs) -> Result<(), Error> {
 }
 
 fn run_bolt_profile(args: BoltProfileArgs) -> Result<(), Error> {
-    let opts = args
-        .stage
-        .options(BOLT_MIN_SHAPE_BYTES, BOLT_MIN_MERGED_BYTES);
+    let opts = args.stage.options();
     let kind = Bolt::new(args.merge_fdata, args.instrumentation_file);
     let m = runtime()?.block_on(train::run(&kind, &opts))?;
     println!(

@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::manifest::ToolInfo;
+use super::manifest::{Floors, ToolInfo};
 use super::pgo::file_name;
 use super::{elf, llvm_version, run_tool, ProfileKind, TrainError};
 use crate::shapes::Shape;
@@ -172,6 +172,14 @@ impl ProfileKind for Bolt {
         let to = dest.join(format!("{}.fdata", shape.name));
         move_file(&written, &to).map_err(|e| format!("moving {}: {e}", written.display()))?;
         Ok(vec![to])
+    }
+
+    /// .fdata is text, one line per executed branch edge: its size grows with coverage.
+    fn default_floors(&self) -> Floors {
+        Floors {
+            min_shape_bytes: 16 * 1024,
+            min_merged_bytes: 16 * 1024,
+        }
     }
 
     fn merge(&self, files: &[PathBuf], merged: &Path) -> Result<u64, TrainError> {

@@ -93,6 +93,8 @@ pub trait ProfileKind {
     ) -> Result<Vec<PathBuf>, String>;
     /// Merges the per-shape files into `merged`; returns the profiled function count.
     fn merge(&self, files: &[PathBuf], merged: &Path) -> Result<u64, TrainError>;
+    /// The size floors used unless the caller overrides them.
+    fn default_floors(&self) -> manifest::Floors;
 }
 
 /// Options of a training run that do not depend on the profile kind.
@@ -101,10 +103,10 @@ pub struct TrainOptions {
     pub gateway_bin: PathBuf,
     pub shapes_dir: PathBuf,
     pub out: PathBuf,
-    /// Smallest acceptable profile file of one shape.
-    pub min_shape_bytes: u64,
-    /// Smallest acceptable merged profile.
-    pub min_merged_bytes: u64,
+    /// Smallest acceptable profile file of one shape (default: the kind's).
+    pub min_shape_bytes: Option<u64>,
+    /// Smallest acceptable merged profile (default: the kind's).
+    pub min_merged_bytes: Option<u64>,
     /// Longest wait for `/healthz` to answer 200 after the gateway starts.
     pub ready_timeout: Duration,
     /// Longest wait for the gateway to exit after SIGTERM before it is killed.
@@ -117,8 +119,8 @@ impl TrainOptions {
             gateway_bin,
             shapes_dir,
             out,
-            min_shape_bytes: 4096,
-            min_merged_bytes: 4096,
+            min_shape_bytes: None,
+            min_merged_bytes: None,
             ready_timeout: Duration::from_secs(60),
             exit_timeout: Duration::from_secs(60),
         }
@@ -142,6 +144,11 @@ impl Drop for Scratch {
 /// `manifest.json`, on failure nothing is at `<out>` that was not there before.
 pub async fn run(kind: &dyn ProfileKind, opts: &TrainOptions) -> Result<Manifest, TrainError> {
     let started = Instant::now();
+    let defaults = kind.default_floors();
+    let floors = manifest::Floors {
+        min_shape_bytes: opts.min_shape_bytes.unwrap_or(defaults.min_shape_bytes),
+        min_merged_bytes: opts.min_merged_bytes.unwrap_or(defaults.min_merged_bytes),
+    };
     let out = absolute(&opts.out)?;
     let out_name = out
         .file_name()
@@ -177,7 +184,8 @@ pub async fn run(kind: &dyn ProfileKind, opts: &TrainOptions) -> Result<Manifest
     let mut records = Vec::new();
     let mut files = Vec::new();
     for shape in &training {
-        let (record, shape_files) = train_shape(kind, opts, shape, &work, &raw_dir).await?;
+        let (record, shape_files) =
+            train_shape(kind, opts, &floors, shape, &work, &raw_dir).await?;
         eprintln!(
             "trainer {}: {}: {} files, {} bytes",
             kind.kind(),
@@ -192,12 +200,12 @@ pub async fn run(kind: &dyn ProfileKind, opts: &TrainOptions) -> Result<Manifest
     let merged = staging.join(kind.merged_name());
     let functions = kind.merge(&files, &merged)?;
     let merged_bytes = file_len(&merged)?;
-    if merged_bytes < opts.min_merged_bytes {
+    if merged_bytes < floors.min_merged_bytes {
         return Err(TrainError::Tool {
             tool: tools.tool.clone(),
             what: format!(
                 "merged profile is {merged_bytes} bytes, under the floor of {}",
-                opts.min_merged_bytes
+                floors.min_merged_bytes
             ),
         });
     }
@@ -228,10 +236,7 @@ pub async fn run(kind: &dyn ProfileKind, opts: &TrainOptions) -> Result<Manifest
         merged_bytes,
         merged_sha256: sha256_file(&merged)?,
         functions,
-        floors: manifest::Floors {
-            min_shape_bytes: opts.min_shape_bytes,
-            min_merged_bytes: opts.min_merged_bytes,
-        },
+        floors,
         seconds: started.elapsed().as_secs_f64(),
     };
     manifest.write(&staging.join("manifest.json"))?;
@@ -246,6 +251,7 @@ pub async fn run(kind: &dyn ProfileKind, opts: &TrainOptions) -> Result<Manifest
 async fn train_shape(
     kind: &dyn ProfileKind,
     opts: &TrainOptions,
+    floors: &manifest::Floors,
     shape: &Shape,
     work: &Path,
     raw_dir: &Path,
@@ -295,11 +301,11 @@ async fn train_shape(
     let mut bytes = 0;
     for f in &files {
         let len = file_len(f).map_err(|e| fail(e.to_string()))?;
-        if len < opts.min_shape_bytes {
+        if len < floors.min_shape_bytes {
             return Err(fail(format!(
                 "profile {} is {len} bytes, under the floor of {}",
                 f.display(),
-                opts.min_shape_bytes
+                floors.min_shape_bytes
             )));
         }
         bytes += len;

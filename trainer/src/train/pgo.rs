@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::manifest::ToolInfo;
+use super::manifest::{Floors, ToolInfo};
 use super::{elf, llvm_version, major, run_tool, ProfileKind, TrainError};
 use crate::shapes::Shape;
 
@@ -33,7 +33,9 @@ impl ProfileKind for Pgo {
                 "must be an absolute path (a PATH lookup may find another LLVM's llvm-profdata)",
             ));
         }
-        let version_text = run_tool(tool, &[OsStr::new("--version")])?;
+        // LLVM <= 14 answers only `<command> --version`.
+        let version_text = run_tool(tool, &[OsStr::new("--version")])
+            .or_else(|_| run_tool(tool, &[OsStr::new("merge"), OsStr::new("--version")]))?;
         let tool_version = llvm_version(&version_text).ok_or_else(|| {
             TrainError::tool(
                 tool,
@@ -106,6 +108,16 @@ impl ProfileKind for Pgo {
         }
         files.sort();
         Ok(files)
+    }
+
+    /// An instrumented gateway's .profraw is ~1.3 MB whatever it ran (counters for every
+    /// function); 64 KiB only catches truncated or foreign files. Coverage is checked by
+    /// `Total functions` instead.
+    fn default_floors(&self) -> Floors {
+        Floors {
+            min_shape_bytes: 64 * 1024,
+            min_merged_bytes: 64 * 1024,
+        }
     }
 
     fn merge(&self, files: &[PathBuf], merged: &Path) -> Result<u64, TrainError> {
