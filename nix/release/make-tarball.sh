@@ -49,13 +49,20 @@ cp "$EXAMPLE_CONFIG" "$stage/gateway.example.toml"
 # The ELF interpreter is recorded because a Nix-built binary names the nixpkgs glibc loader by
 # its store path: users of the tarball outside Nix need to know (README "Releases").
 interp=$("$READELF" -lW "$stage/bin/$BIN_NAME" | sed -nE 's/.*Requesting program interpreter: ([^]]*)\]/\1/p')
+# ... and the newest glibc symbol version it needs: the floor for running it with the host's
+# loader instead (README "Releases").
+glibc_min=$("$READELF" -W -V "$stage/bin/$BIN_NAME" | sed -n '/Version needs section/,$p' |
+  grep -oE 'GLIBC_[0-9]+(\.[0-9]+)*' | sed 's/^GLIBC_//' | sort -uV | tail -n1)
+needed=$("$READELF" -dW "$stage/bin/$BIN_NAME" | sed -nE 's/.*\(NEEDED\).*\[(.*)\]/\1/p' | paste -sd ' ' -)
 {
   printf '{\n'
   printf '  "name": "%s",\n' "$BIN_NAME"
   printf '  "version": "%s",\n' "$VERSION"
   printf '  "system": "%s",\n' "$SYSTEM"
   printf '  "source_revision": "%s",\n' "$REV"
-  printf '  "elf_interpreter": "%s"\n' "$interp"
+  printf '  "elf_interpreter": "%s",\n' "$interp"
+  printf '  "glibc_min": "%s",\n' "$glibc_min"
+  printf '  "needed_libraries": "%s"\n' "$needed"
   printf '}\n'
 } >"$stage/release.json"
 
