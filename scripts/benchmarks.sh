@@ -16,6 +16,7 @@
 #   LLVM_BIN     LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
 #   AB_ROUNDS AB_WINDOWS AB_WINDOW_S   throughput schedule (default 3 3 2)
 #   BENCHMARKS_MD  where to write (default ./BENCHMARKS.md)
+#   DILUTION=0   skip the dilution check (its extra PGO build is the longest step after the chain)
 # Takes ~40 min on a 2-core VM from cold (chain ~20, measurements ~15).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,40 +60,20 @@ if [ -f "$timings" ]; then
   } >"$results/build-times.tsv"
 fi
 
-# Dilution: the same instrumented binary trained on the benchmarked shape alone, then the same
-# PGO flags as chain-local.sh's gateway-pgo stage, through the same stage scripts.
-single_shapes="$results/shapes-single"
-rm -rf "$single_shapes" && mkdir -p "$single_shapes"
-cp "$shapes/chat-nonstream-minimal.toml" "$single_shapes/"
-cp -R "$shapes/bodies" "$single_shapes/"
-host_triple=$(rustc -vV | sed -n 's/^host: //p')
-export STAGE_COMMON="$repo/nix/stages/common.sh"
-if [ ! -x "$results/gateway-pgo-single/bin/gateway" ]; then
-  log "dilution: profile on chat-nonstream-minimal alone"
-  rm -rf "$results/profile-single" "$results/profile-single.tmp"
-  env STAGE_NAME=gateway-profile-single OUT_DIR="$results/profile-single.tmp" TRAINER="$trainer" \
-    GATEWAY_BIN="$instrumented" LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" SHAPES="$single_shapes" \
-    bash "$repo/nix/stages/profile.sh"
-  mv "$results/profile-single.tmp" "$results/profile-single"
-  sha=$(sha256sum "$results/profile-single/gateway.profdata" | cut -c1-16)
-  prof="$results/profile-single/merged-$sha.profdata"
-  cp "$results/profile-single/gateway.profdata" "$prof"
-  log "dilution: PGO build with the single-shape profile"
-  rm -rf "$results/gateway-pgo-single.tmp"
-  env STAGE_NAME=gateway-pgo-single OUT_DIR="$results/gateway-pgo-single.tmp" SRC="$repo" \
-    BIN_NAME=gateway CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="-p gateway --bin gateway" \
-    CARGO_TARGET_DIR="${TARGET_BASE:-$results/chain-target}/gateway-pgo-single" \
-    RUSTFLAGS="-Cprofile-use=$prof -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs" \
-    bash "$repo/nix/stages/cargo-build.sh"
-  rm -rf "$results/gateway-pgo-single"
-  mv "$results/gateway-pgo-single.tmp" "$results/gateway-pgo-single"
+# Dilution: a second PGO binary trained on the benchmarked shape alone (scripts/bench-dilution.sh).
+if [ "${DILUTION:-1}" != 0 ] && [ ! -x "$results/gateway-pgo-single/bin/gateway" ]; then
+  log "dilution: profile on chat-nonstream-minimal alone, then a PGO build with it"
+  TRAINER="$trainer" TARGET_BASE="${TARGET_BASE:-$results/chain-target}" \
+    bash "$repo/scripts/bench-dilution.sh" "$results" "$instrumented"
 fi
-pgo_single="$results/gateway-pgo-single/bin/gateway"
+single=()
+if [ "${DILUTION:-1}" != 0 ]; then
+  single=(--variant pgo-single="$results/gateway-pgo-single/bin/gateway")
+fi
 
-log "callgrind: chat-nonstream-minimal, plain / pgo / pgo-bolt / pgo-single"
+log "callgrind: chat-nonstream-minimal, plain / pgo / pgo-bolt${single:+ / pgo-single}"
 "$trainer" bench callgrind --shapes "$shapes" --shape chat-nonstream-minimal \
-  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
-  --variant pgo-single="$pgo_single" \
+  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" "${single[@]}" \
   --work-dir "$results/callgrind" --json "$results/callgrind.json"
 
 # Where the instructions go: the top functions by self cost of the large runs.
