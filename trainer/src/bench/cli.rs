@@ -404,3 +404,47 @@ fn run_load(a: LoadArgs) -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Top {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        Top::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|t| t.bench)
+    }
+
+    #[test]
+    fn ab_is_the_default_and_subcommands_stand_alone() {
+        let a = parse(&[
+            "--variant",
+            "plain=/a",
+            "--variant",
+            "pgo=/b",
+            "--rounds",
+            "5",
+        ])
+        .unwrap();
+        assert!(a.command.is_none());
+        assert_eq!(a.ab.variants.len(), 2);
+        assert_eq!(a.ab.rounds, 5);
+        // A/B needs a variant; a subcommand does not take A/B flags.
+        assert!(parse(&[]).is_err());
+        let h = parse(&["holdout", "--variant", "plain=/a", "--variant", "pgo=/b"]).unwrap();
+        match h.command.map(|c| *c) {
+            Some(BenchCommand::Holdout(h)) => {
+                assert_eq!(h.max_ratio, 1.0);
+                assert_eq!((h.cg.small, h.cg.big), (8, 2000));
+            }
+            _ => panic!("expected holdout"),
+        }
+        assert!(parse(&["--rounds", "2", "holdout", "--variant", "a=/a"]).is_err());
+        assert!(parse(&["callgrind", "--variant", "nonsense"]).is_err());
+    }
+}
