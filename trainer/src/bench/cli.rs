@@ -279,8 +279,12 @@ fn run_ab(a: AbArgs) -> Result<(), Error> {
         Some(_) => cpus(&a.mock_cpus)?,
         None => client_cpus.clone(),
     };
-    if gateway_cpus.iter().any(|c| client_cpus.contains(c)) {
-        return Err("--gateway-cpus and --client-cpus must be disjoint".into());
+    // The gateway must not share a core with its load: that would measure the scheduler.
+    if gateway_cpus
+        .iter()
+        .any(|c| client_cpus.contains(c) || mock_cpus.contains(c))
+    {
+        return Err("--gateway-cpus must be disjoint from --client-cpus and --mock-cpus".into());
     }
     // Before the runtime exists, so that its threads inherit the mask.
     if !client_cpus.is_empty() {
