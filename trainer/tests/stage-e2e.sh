@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The real training stages end to end, with host tools (rustc's LLVM 22 = Debian llvm-22):
-#   gateway instrumented -> trainer profile -> PGO build (no hash mismatch)
+#   gateway instrumented -> trainer profile -> PGO build (no hash mismatch, no missing function)
 #   -> BOLT instrument -> trainer bolt-profile -> llvm-bolt -data (profile used)
 # plus the fail-closed refusal of an llvm-profdata of another LLVM major.
 #
 # Usage (from anywhere): trainer/tests/stage-e2e.sh
 # Env: STAGE_E2E_DIR (default <repo>/target/stage-e2e; release builds go there, never into
 #      target/release), LLVM_PROFDATA, LLVM_BOLT, MERGE_FDATA, BOLT_RT (default: Debian's
-#      llvm-22 paths for rustc's LLVM major), CARGO (default cargo).
+#      llvm-22 paths for rustc's LLVM major), CARGO (default cargo), PGO_GENERATE_DIR
+#      (the -Cprofile-generate dir; LLVM_PROFILE_FILE overrides it at run time anyway).
 # Exits non-zero on the first failed step, naming it.
 set -euo pipefail
 
@@ -69,17 +70,17 @@ step "build trainer and the instrumented gateway ($TRIPLE)"
 TRAINER=$ROOT/target/debug/trainer
 [ -n "${CARGO_TARGET_DIR:-}" ] && TRAINER=$CARGO_TARGET_DIR/debug/trainer
 # --target keeps RUSTFLAGS off build scripts and proc macros (TOOLCHAIN.md).
-RUSTFLAGS="-Cprofile-generate=$TD/pgo-default" \
+RUSTFLAGS="-Cprofile-generate=${PGO_GENERATE_DIR:-$TD/pgo-default}" \
   "$CARGO" build -q --release --target "$TRIPLE" -p gateway --target-dir "$TD/instrumented"
 cp "$TD/instrumented/$TRIPLE/release/gateway" "$BIN/gateway-instrumented"
 
 step "fail closed: llvm-profdata of another LLVM major is refused"
 OTHER=/usr/bin/llvm-profdata   # Debian's default is LLVM 14 here
-if [ -x "$OTHER" ] && ! "$OTHER" --version | grep -q "LLVM version $MAJOR\."; then
+if [ -x "$OTHER" ] && ! "$OTHER" merge --version | grep -q "LLVM version $MAJOR\."; then
   rm -rf "$TD/profile-wrong-major"
   if "$TRAINER" profile --gateway-bin "$BIN/gateway-instrumented" --llvm-profdata "$OTHER" \
       --shapes shapes --out "$TD/profile-wrong-major" 2>"$TD/wrong-major.log"; then
-    die "llvm-profdata $("$OTHER" --version | grep -o 'version [0-9.]*') was accepted"
+    die "llvm-profdata $("$OTHER" merge --version | grep -o 'version [0-9.]*') was accepted"
   fi
   grep -q "major is $MAJOR" "$TD/wrong-major.log" || die "wrong-major refusal: $(cat "$TD/wrong-major.log")"
   [ ! -e "$TD/profile-wrong-major" ] || die "a refused run left $TD/profile-wrong-major"
@@ -106,8 +107,12 @@ if grep -q "hash mismatch" "$TD/pgo-build.log"; then
   grep -B2 -A3 "hash mismatch" "$TD/pgo-build.log" | head -40
   die "PGO build: profile hash mismatch (stale profile)"
 fi
-grep -qi "error" "$TD/pgo-build.log" && grep -i "error" "$TD/pgo-build.log" | head -5
-echo "no hash mismatch; $(grep -c "no profile data available" "$TD/pgo-build.log" || true) missing-function warnings (untrained paths) for workspace crates"
+# Functions that ran zero times still have records; a missing one means a stale profile.
+if grep -q "no profile data available" "$TD/pgo-build.log"; then
+  grep "no profile data available" "$TD/pgo-build.log" | head -20
+  die "PGO build: functions missing from the profile (stale profile)"
+fi
+echo "PGO build: no hash mismatch, no function missing from the profile (workspace crates)"
 cp "$TD/pgo/$TRIPLE/release/gateway" "$BIN/gateway-pgo"
 
 step "BOLT instrument"
