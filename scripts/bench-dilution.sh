@@ -9,7 +9,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 results=$(cd "${1:?results dir}" && pwd)
-instrumented=${2:?instrumented gateway}
+instrumented=$(realpath "${2:?instrumented gateway}")
 : "${TRAINER:?TRAINER must name a built trainer}"
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 target_base=${TARGET_BASE:-$results/chain-target}
