@@ -148,6 +148,7 @@ let
       ];
       GRAPH = "graph";
       RESULT = pgoBolt;
+      BIN_NAME = binName;
       # Compared as strings only: without their context these paths need not be built (the
       # check must not force a plain build just to name it).
       FORBIDDEN = builtins.concatStringsSep " " (

@@ -14,7 +14,10 @@
 #                   stand-in honouring the same CLI (tier d's failing trainer)
 #   shapes          null: the repo's shapes/; else a path (tier d's empty shapes set)
 #   profile         null: train; else a profile directory (a store path, with context:
-#                   `builtins.storePath`) used instead (tier d's stale profile)
+#                   `builtins.storePath`) used instead
+#   profileFrom     null; else another checkout (a path) whose trained profile is used
+#                   (tier d's stale profile). The profile is that checkout's own derivation,
+#                   so the PGO dependency build is the one tier c already built.
 {
   root ? ../..,
   rustSysroot,
@@ -26,7 +29,8 @@
   trainerCommand ? null,
   shapes ? null,
   profile ? null,
-}:
+  profileFrom ? null,
+}@args:
 let
   source = import ../source.nix { inherit root; };
   host = import ./builder.nix {
@@ -58,7 +62,17 @@ let
     # A path given here is copied into the store (it must be visible in the sandbox).
     trainer = if trainerCommand == null then "${trainer}/bin/trainer" else "${trainerCommand}";
     shapes = if shapes == null then source.shapes else shapes;
-    inherit profile;
+    profile =
+      if profileFrom == null then
+        profile
+      else
+        (import ./chain.nix (
+          args
+          // {
+            root = profileFrom;
+            profileFrom = null;
+          }
+        )).gateway-profile;
   };
 in
 chain // { inherit trainer; }

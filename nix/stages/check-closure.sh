@@ -9,6 +9,7 @@
 #   GRAPH         the exportReferencesGraph file of the result
 #   RESULT        the result's store path (itself allowed)
 #   FORBIDDEN     space-separated store paths that must not be in the closure
+#   BIN_NAME      the optimized binary's name (default gateway): names the intermediates
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
@@ -28,7 +29,9 @@ for p in ${FORBIDDEN:-}; do
   fi
 done
 # By name too, for intermediates the caller did not list (a profile or trainer of another build).
+b=${BIN_NAME:-gateway}
 bad=$(printf '%s\n' "$closure" | grep -v -xF "$RESULT" |
-  grep -E -- '-(gateway-profile|gateway-instrumented|gateway-bolt-profile|gateway-pgo|trainer)(-[0-9][^/]*)?$|\.(profdata|profraw|fdata)$' || true)
+  grep -E -- "-($b|$b-profile|$b-instrumented|$b-bolt-profile|$b-pgo|trainer)(-deps)?(-[0-9][^/]*)?\$|\.(profdata|profraw|fdata)\$" ||
+  true)
 [ -z "$bad" ] || die "intermediate in the runtime closure: $bad"
 stage_done

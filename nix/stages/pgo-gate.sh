@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Gate + proof of the PGO build: run after cargo built with -Cprofile-use. Fails closed on
-# `hash mismatch` (a stale profile: the source changed since training) and on functions with
-# no profile data in workspace crates; only then writes pgo-proof.json.
+# `hash mismatch` (a stale profile: the source changed since training), on a profile rustc
+# could not read, and on functions with no profile data in workspace crates; only then
+# writes pgo-proof.json.
 # Cargo prints LLVM's PGO warnings for workspace crates only (deps need -vv), which is exactly
 # the scope of this gate: deps are profile-used too but their source never changes under a
 # fixed Cargo.lock.
@@ -35,6 +36,13 @@ case "${RUSTFLAGS:-}" in
   *) die "RUSTFLAGS carry no -Cprofile-use: this would be a plain build" ;;
 esac
 
+# rustc only WARNS about an unreadable profile and then builds without it: a silent fallback
+# to a plain build, refused here.
+unusable_re='invalid instrumentation profile|Error in reading profile|profile data may be corrupt|unsupported instrumentation profile format|malformed instrumentation profile'
+if grep -qiE "$unusable_re" "$cargoStderrLog"; then
+  grep -iE "$unusable_re" "$cargoStderrLog" | head -n 5 >&2
+  die "rustc could not use the profile (it falls back to a plain build)"
+fi
 mismatch=$(grep -c 'hash mismatch' "$cargoStderrLog" || true)
 missing=$(grep -c 'no profile data available' "$cargoStderrLog" || true)
 if [ "$mismatch" -gt 0 ]; then

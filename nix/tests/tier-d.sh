@@ -4,8 +4,10 @@
 #   1. a trainer that fails                  -> gateway-profile fails
 #   2. a trainer that exits 0, writes nothing -> gateway-profile fails
 #   3. an empty shapes set                    -> gateway-profile fails
-#   4. an empty profile                       -> gateway-pgo fails
-#   5. a profile trained on another source    -> gateway-pgo fails on `hash mismatch`
+#   4. a profile trained on another source    -> gateway-pgo fails on `hash mismatch`
+# and, without a build, the gates of the stage scripts on fabricated inputs: the PGO gate on
+# an unreadable, empty or mismatched profile and a log with `hash mismatch` (rustc only warns
+# and builds plain), the BOLT stage on -use-gnu-stack and on a binary without relocations.
 # Reuses tier c's store paths (instrumented build, profile): run tier c first.
 #
 # Usage: nix/tests/tier-d.sh [TIER_C_OUTDIR]   (default ./out/tier-c)
@@ -48,18 +50,87 @@ expect_failure() {
   echo "  ok: failed closed in $(($(date +%s) - t1)) s, no result, $out not in the store"
 }
 
+# ---- the stage gates on fabricated inputs (seconds) ----
+gate_dir="$work/gates"
+mkdir -p "$gate_dir/profile"
+printf '# IR level Instrumentation Flag\n:ir\nmain\n# Func Hash:\n1234\n# Num Counters:\n1\n# Counter Values:\n7\n' \
+  >"$gate_dir/good.proftext"
+"$LLVM_BIN/llvm-profdata" merge -o "$gate_dir/profile/gateway.profdata" "$gate_dir/good.proftext"
+good_sha=$(sha256sum "$gate_dir/profile/gateway.profdata" | cut -d' ' -f1)
+printf '{"raw_files": 1, "raw_bytes": 100, "merged_sha256": "%s"}\n' "$good_sha" >"$gate_dir/profile/manifest.json"
+: >"$gate_dir/clean.log"
+echo 'warning: gateway/src/main.rs: function control flow change detected (hash mismatch) main Hash = 1' \
+  >"$gate_dir/mismatch.log"
+echo 'warning: /nix/store/x/gateway.profdata: invalid instrumentation profile data (bad magic)' \
+  >"$gate_dir/corrupt.log"
+# pgo_gate NAME LOG PROFILE_DIR [RUSTFLAGS]: run nix/stages/pgo-gate.sh as the PGO build does.
+pgo_gate() {
+  rm -f "$gate_dir/$1.json"
+  env STAGE_COMMON="$repo/nix/stages/common.sh" cargoStderrLog="$gate_dir/$2" PROFILE_DIR="$3" \
+    PROOF_OUT="$gate_dir/$1.json" LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" \
+    RUSTFLAGS="${4:--Cprofile-use=$3/gateway.profdata -Clink-args=-Wl,--emit-relocs}" \
+    bash "$repo/nix/stages/pgo-gate.sh" >"$gate_dir/$1.out" 2>&1
+}
+expect_gate_failure() {
+  local name=$1 pattern=$2
+  shift 2
+  echo "== gate: $name"
+  if pgo_gate "$name" "$@"; then fail "gate $name passed"; fi
+  [ ! -e "$gate_dir/$name.json" ] || fail "gate $name wrote a proof"
+  grep -q -- "$pattern" "$gate_dir/$name.out" || {
+    cat "$gate_dir/$name.out"
+    fail "gate $name does not say '$pattern'"
+  }
+  grep -- "FAILED" "$gate_dir/$name.out" | head -n 1 | sed 's/^/  log: /'
+  echo "  ok: refused, no pgo-proof.json"
+}
+echo "== gate: good profile and clean log"
+pgo_gate good clean.log "$gate_dir/profile" || { cat "$gate_dir/good.out"; fail "the gate refused a good build"; }
+grep -q '"profraw_count": 1' "$gate_dir/good.json" || fail "the proof lacks profraw_count"
+echo "  ok: pgo-proof.json written"
+expect_gate_failure hash-mismatch "hash mismatch" mismatch.log "$gate_dir/profile"
+expect_gate_failure unreadable-profile "could not use the profile" corrupt.log "$gate_dir/profile"
+expect_gate_failure no-profile-use "no -Cprofile-use" clean.log "$gate_dir/profile" "-Copt-level=3"
+mkdir -p "$gate_dir/empty"
+: >"$gate_dir/empty/gateway.profdata"
+cp "$gate_dir/profile/manifest.json" "$gate_dir/empty/"
+expect_gate_failure empty-profile "profile is missing or empty" clean.log "$gate_dir/empty"
+mkdir -p "$gate_dir/other"
+cp "$gate_dir/profile/gateway.profdata" "$gate_dir/other/"
+printf '{"raw_files": 1, "raw_bytes": 100, "merged_sha256": "%064d"}\n' 0 >"$gate_dir/other/manifest.json"
+expect_gate_failure manifest-mismatch "merged_sha256 is not the profile" clean.log "$gate_dir/other"
+
+# bolt_gate NAME FLAGS BINARY: run nix/stages/bolt-optimize.sh as the pgo-bolt stage does.
+printf 'int main(void) { return 0; }\n' >"$gate_dir/t.c"
+cc -O2 "$gate_dir/t.c" -o "$gate_dir/norelocs"
+echo '1 main 0 1 main 4 0 1' >"$gate_dir/t.fdata"
+bolt_gate() {
+  env STAGE_COMMON="$repo/nix/stages/common.sh" GATEWAY_BIN="$3" PGO_PROOF="$gate_dir/good.json" \
+    FDATA="$gate_dir/t.fdata" LLVM_BOLT="$LLVM_BIN/llvm-bolt" READELF="$(command -v readelf)" \
+    BOLT_FLAGS="$2" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
+    bash "$repo/nix/stages/bolt-optimize.sh" >"$gate_dir/bolt-$1.out" 2>&1
+}
+for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable" \
+  "no-relocations|-reorder-blocks=ext-tsp|relocation mode"; do
+  IFS='|' read -r name flags pattern <<<"$c"
+  echo "== gate: bolt $name"
+  if bolt_gate "$name" "$flags" "$gate_dir/norelocs"; then fail "bolt gate $name passed"; fi
+  [ ! -e "$gate_dir/bolt-$name/bin/gateway" ] || fail "bolt gate $name installed a binary"
+  grep -q -- "$pattern" "$gate_dir/bolt-$name.out" || {
+    cat "$gate_dir/bolt-$name.out"
+    fail "bolt gate $name does not say '$pattern'"
+  }
+  grep -- "FAILED" "$gate_dir/bolt-$name.out" | head -n 1 | sed 's/^/  log: /'
+  echo "  ok: refused, nothing installed"
+done
+
+# ---- broken inputs through nix-build (the real sandboxed stages) ----
 expect_failure failing-trainer gateway-profile "trainer profile failed" \
   --arg trainerCommand "$repo/nix/tests/fixtures/failing-trainer.sh"
 expect_failure silent-trainer gateway-profile "merged profile is missing or empty" \
   --arg trainerCommand "$repo/nix/tests/fixtures/silent-trainer.sh"
 expect_failure empty-shapes gateway-profile "no shapes" \
   --arg shapes "$repo/nix/tests/fixtures/empty-shapes"
-
-mkdir -p "$work/empty-profile"
-: >"$work/empty-profile/gateway.profdata"
-echo '{}' >"$work/empty-profile/manifest.json"
-expect_failure empty-profile gateway-pgo "gateway.profdata" \
-  --arg profile "builtins.path { path = $work/empty-profile; name = \"empty-profile\"; }"
 
 # Another source: the same workspace with one trained function's control flow changed.
 stale="$work/stale-src"
@@ -70,6 +141,6 @@ main="$stale/gateway/src/main.rs"
 grep -qE '^fn main\(.*\{$' "$main" || fail "stale-profile: no 'fn main(...) {' line in $main"
 sed -i -E '0,/^fn main\(.*\{$/s//&\n    if std::env::var_os("GATEWAY_STALE_PROFILE_PROBE").is_some() {\n        std::process::exit(7);\n    }/' "$main"
 expect_failure stale-profile gateway-pgo "hash mismatch" \
-  --arg root "$stale" --arg profile "builtins.storePath \"$profile\""
+  --arg root "$stale" --arg profileFrom "$repo"
 
 echo "tier d: PASS in $(($(date +%s) - t0)) s"
