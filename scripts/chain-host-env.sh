@@ -41,6 +41,7 @@ case "$LLVM_BIN" in
   /usr/*) ;;
   *) nix_sandbox_paths="$nix_sandbox_paths $(dirname "$LLVM_BIN")" ;;
 esac
+# shellcheck disable=SC2034 # used by the scripts that source this file
 host_nix_args=(
   --extra-experimental-features 'nix-command flakes'
   --option substituters ''

@@ -19,9 +19,11 @@
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
+# shellcheck disable=SC2034 # read by common.sh's note and die
 STAGE_NAME=pgo-gate
 stage_start
 
+cargoStderrLog=${cargoStderrLog:-}
 need_var cargoStderrLog
 need_var PROFILE_DIR
 need_var PROOF_OUT

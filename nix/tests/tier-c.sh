@@ -36,7 +36,7 @@ echo "== sizes"
 ls -l "$outdir"/result-gateway*/bin/gateway | awk '{print "  " $5 "  " $9}'
 
 echo "== cached: a second build must build nothing"
-repo=$repo . "$repo/scripts/chain-host-env.sh"
+. "$repo/scripts/chain-host-env.sh"
 nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} --option max-jobs 0 \
   -A gateway-pgo-bolt -A checks.pgo-proof -A checks.closure --no-out-link >/dev/null ||
   fail "a stage was not reused from the store"

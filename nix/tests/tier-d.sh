@@ -22,7 +22,8 @@ fail() {
   exit 1
 }
 . "$repo/scripts/chain-host-env.sh"
-profile=$(readlink "$tier_c/result-gateway-profile") || fail "run tier c first (no $tier_c/result-gateway-profile)"
+# The broken-input builds reuse tier c's store paths (instrumented build, PGO dependencies).
+[ -e "$tier_c/result-gateway-profile" ] || fail "run tier c first (no $tier_c/result-gateway-profile)"
 work=$(mktemp -d /var/tmp/tier-d.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
