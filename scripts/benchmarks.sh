@@ -37,7 +37,10 @@ CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
   cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
 trainer="$repo/target/bench-trainer/release/trainer"
 
-if [ -z "${CHAIN_OUT:-}" ]; then
+chain_note="built by this run"
+if [ -n "${CHAIN_OUT:-}" ]; then
+  chain_note="reused CHAIN_OUT (built by scripts/chain-local.sh, stage timings from $(date -u -r "$CHAIN_OUT/stage-timings.txt" +%Y-%m-%dT%H:%MZ 2>/dev/null || echo '?'))"
+else
   CHAIN_OUT="$results/chain"
   log "chain (scripts/chain-local.sh) into $CHAIN_OUT"
   TRAINER="$trainer" TARGET_BASE="${TARGET_BASE:-$results/chain-target}" \
@@ -129,7 +132,9 @@ log "idle RSS and 32-connection load"
   echo "llvm-profdata: $("$LLVM_BIN/llvm-profdata" --version | grep -oE 'LLVM version [0-9.]+')"
   echo "llvm-bolt: $("$LLVM_BIN/llvm-bolt" --version | grep -oE 'LLVM version [0-9.]+')"
   echo "valgrind: $(valgrind --version)"
-  echo "binaries: $CHAIN_OUT/{gateway,gateway-pgo,gateway-pgo-bolt}/bin/gateway (scripts/chain-local.sh)"
+  echo "binaries: $CHAIN_OUT/{gateway,gateway-pgo,gateway-pgo-bolt}/bin/gateway (scripts/chain-local.sh), $chain_note"
+  echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15-min load average at the end; other work shared the cores)"
+  [ -z "${BENCH_NOTE:-}" ] || echo "note: $BENCH_NOTE"
   echo "command: scripts/benchmarks.sh (total $(($(date +%s) - t0)) s)"
 } >"$results/meta.txt"
 
