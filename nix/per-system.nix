@@ -30,10 +30,9 @@ let
     binName = "gateway";
     trainCommand = "${trainer}/bin/trainer";
     trainData = source.shapes;
-    # The holdout gate (its own issue) plugs in here: a function
-    # { plain, pgo, pgoBolt, trainer, shapes, runStage } -> derivation; it then shows up as
-    # checks.holdout. Until it exists there is no holdout check (no placeholder that passes).
-    holdoutGate = null;
+    # checks.holdout: PGO and PGO+BOLT must not cost more instructions per request than
+    # plain on the shape that never trained.
+    holdoutGate = import ./checks/holdout.nix { valgrind = "${pkgs.valgrind}/bin/valgrind"; };
   };
 
   # Release artifacts (tarball, OCI image) and their gate, checks.release: nix/release.

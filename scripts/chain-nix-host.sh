@@ -9,7 +9,7 @@
 # Environment:
 #   GATEWAY_VENDOR_DIR  where `cargo vendor` writes (default /var/tmp/gateway-vendor-<lock sha>)
 #   LLVM_BIN            LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
-#   CHAIN_ATTRS         stages to build (default: the whole chain and its two checks)
+#   CHAIN_ATTRS         stages to build (default: the whole chain and its three checks)
 #   NIX_HOST_ARGS       extra nix-build arguments (tier d passes --arg overrides)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +17,7 @@ outdir=${1:-$repo/out/nix-host}
 . "$repo/scripts/chain-host-env.sh"
 
 mkdir -p "$outdir"
-attrs=${CHAIN_ATTRS:-trainer gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.closure gateway}
+attrs=${CHAIN_ATTRS:-trainer gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.closure gateway checks.holdout}
 timings="$outdir/stage-timings.txt"
 : >"$timings"
 for attr in $attrs; do

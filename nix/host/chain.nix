@@ -62,6 +62,8 @@ let
     # A path given here is copied into the store (it must be visible in the sandbox).
     trainer = if trainerCommand == null then "${trainer}/bin/trainer" else "${trainerCommand}";
     shapes = if shapes == null then source.shapes else shapes;
+    # Debian's valgrind; /usr is bound into the sandbox (scripts/chain-host-env.sh).
+    holdoutGate = import ../checks/holdout.nix { valgrind = "/usr/bin/valgrind"; };
     profile =
       if profileFrom == null then
         profile

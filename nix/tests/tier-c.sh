@@ -22,7 +22,7 @@ fail() {
 
 r="$outdir/result-gateway-pgo-bolt"
 for attr in trainer gateway gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile \
-  gateway-pgo-bolt checks.pgo-proof checks.closure; do
+  gateway-pgo-bolt checks.pgo-proof checks.closure checks.holdout; do
   [ -e "$outdir/result-$attr" ] || fail "no result for $attr"
 done
 "$r/bin/gateway" --help >/dev/null || fail "the optimized gateway does not run"

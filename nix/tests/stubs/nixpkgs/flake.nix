@@ -60,6 +60,7 @@
           # nix/release: the image and its relabelling. `config` is kept as JSON so tests can
           # read the Entrypoint, User and labels back.
           jq = pkg "stub-jq";
+          valgrind = pkg "stub-valgrind";
           dockerTools.buildLayeredImage =
             args:
             drv "docker-image-${args.name}.tar.gz" (

@@ -1,0 +1,36 @@
+# checks.holdout: the holdout gate. The holdout shape (`holdout = true` in shapes/) never
+# trains; on it the PGO and PGO+BOLT binaries must not need more instructions per request
+# than plain. Instructions, not throughput: valgrind's counts are stable to ~0.1% with one
+# worker and exact request counts, where throughput on a 2-core builder is not.
+# `trainer bench holdout` exits non-zero when a ratio exceeds 1.00, failing the check.
+#
+# Arguments:
+#   valgrind  absolute path of the valgrind executable (pinned in Nix, Debian's on the host)
+#   binName   the binary's name in each stage's bin/ (default "gateway")
+#
+# Returns the function nix/chain.nix takes as `holdoutGate`.
+{
+  valgrind,
+  binName ? "gateway",
+}:
+{
+  plain,
+  pgo,
+  pgoBolt,
+  trainer,
+  shapes,
+  runStage,
+}:
+runStage "${binName}-check-holdout" { } ''
+  ${trainer} bench holdout \
+    --variant plain=${plain}/bin/${binName} \
+    --variant pgo=${pgo}/bin/${binName} \
+    --variant pgo-bolt=${pgoBolt}/bin/${binName} \
+    --shapes ${shapes} \
+    --valgrind ${valgrind} \
+    --work-dir "$TMPDIR/holdout" \
+    --json "$TMPDIR/holdout.json" \
+    --markdown "$TMPDIR/holdout.md"
+  mkdir -p "$out"
+  cp "$TMPDIR/holdout.json" "$TMPDIR/holdout.md" "$out/"
+''
