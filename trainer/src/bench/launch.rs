@@ -16,7 +16,7 @@ use toml::{Table, Value};
 
 use crate::shapes::Shape;
 use crate::train::gateway_config;
-use crate::train::process::{get_status, listening_address};
+use crate::train::process::{get_status, listening_address, log_tail};
 
 /// The key every bench config accepts and the bench client sends.
 pub const BENCH_KEY: &str = "trainer-bench-key";
@@ -361,19 +361,6 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
         return Err(format!("empty CPU list {s:?}"));
     }
     Ok(out)
-}
-
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    let tail = &lines[lines.len().saturating_sub(10)..];
-    format!(
-        "\n  gateway stderr (last lines):\n    {}",
-        tail.join("\n    ")
-    )
 }
 
 #[cfg(test)]

@@ -215,7 +215,8 @@ pub(super) fn describe(status: ExitStatus) -> String {
     }
 }
 
-fn log_tail(path: &Path) -> String {
+/// The last lines of a gateway's stderr log, for error messages (the bench uses it too).
+pub(crate) fn log_tail(path: &Path) -> String {
     let mut text = String::new();
     if let Ok(mut f) = std::fs::File::open(path) {
         let _ = f.read_to_string(&mut text);
