@@ -205,16 +205,7 @@ fn run_profile(args: ProfileArgs) -> Result<(), Error> {
         expect_llvm_major: args.expect_llvm_major,
     };
     let m = runtime()?.block_on(train::run(&kind, &opts))?;
-    println!(
-        "trainer profile: {} shapes, {} .profraw ({} bytes), {} = {} bytes, {} functions, sha256 {}",
-        m.shapes.len(),
-        m.raw_files,
-        m.raw_bytes,
-        m.merged_file,
-        m.merged_bytes,
-        m.functions,
-        m.merged_sha256
-    );
+    print_summary("profile", "profraw", &m);
     Ok(())
 }
 
@@ -222,8 +213,13 @@ fn run_bolt_profile(args: BoltProfileArgs) -> Result<(), Error> {
     let opts = args.stage.options();
     let kind = Bolt::new(args.merge_fdata, args.instrumentation_file);
     let m = runtime()?.block_on(train::run(&kind, &opts))?;
+    print_summary("bolt-profile", "fdata", &m);
+    Ok(())
+}
+
+fn print_summary(stage: &str, raw_ext: &str, m: &train::manifest::Manifest) {
     println!(
-        "trainer bolt-profile: {} shapes, {} .fdata ({} bytes), {} = {} bytes, {} functions, sha256 {}",
+        "trainer {stage}: {} shapes, {} .{raw_ext} ({} bytes), {} = {} bytes, {} functions, sha256 {}",
         m.shapes.len(),
         m.raw_files,
         m.raw_bytes,
@@ -232,5 +228,4 @@ fn run_bolt_profile(args: BoltProfileArgs) -> Result<(), Error> {
         m.functions,
         m.merged_sha256
     );
-    Ok(())
 }

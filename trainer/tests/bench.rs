@@ -7,6 +7,9 @@
 //! `cargo build -p gateway` first).
 
 use std::path::PathBuf;
+
+mod common;
+use common::gateway_bin;
 use std::time::Duration;
 
 use trainer::bench::ab::{self, AbOptions, CONTROL};
@@ -16,22 +19,6 @@ use trainer::bench::report;
 use trainer::bench::rss::{self, RssOptions};
 use trainer::bench::Variant;
 use trainer::shapes;
-
-fn gateway_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("GATEWAY_BIN") {
-        return p.into();
-    }
-    // This test is <target>/<profile>/deps/bench-<hash>.
-    let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("gateway");
-    assert!(
-        p.is_file(),
-        "no gateway binary at {}: run `cargo build -p gateway` (or `cargo test --workspace`), \
-         or set GATEWAY_BIN",
-        p.display()
-    );
-    p
-}
 
 fn work(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("trainer-bench-test-{name}-{}", std::process::id()))

@@ -6,28 +6,13 @@
 //! directory (`cargo test --workspace` builds it; with `-p trainer` alone run
 //! `cargo build -p gateway` first).
 
-use std::path::PathBuf;
+mod common;
+use common::gateway_bin;
 use std::time::Duration;
 
 use trainer::drive::{drive, DriveOptions};
 use trainer::shapes;
 use trainer::train::{GatewayProcess, TRAINING_KEY};
-
-fn gateway_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("GATEWAY_BIN") {
-        return p.into();
-    }
-    // This test is <target>/<profile>/deps/gateway_drive-<hash>.
-    let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("gateway");
-    assert!(
-        p.is_file(),
-        "no gateway binary at {}: run `cargo build -p gateway` (or `cargo test --workspace`), \
-         or set GATEWAY_BIN",
-        p.display()
-    );
-    p
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shape_drives_clean_through_the_gateway() {
