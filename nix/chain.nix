@@ -8,13 +8,23 @@
 # editing one stage does not rebuild the others); the same scripts run in
 # scripts/chain-local.sh without Nix.
 #
+# The build-time contract, the same for every builder (crane in production, the crane
+# stand-in in CI: nix/tests/stubs/crane): whatever runs inside a build is a script under
+# ./stages, run as a child process, and every input reaches it on its own command line (its
+# arguments or its environment prefix). Never through a variable that a phase assigned: stdenv
+# runs the phases in one bash process, so a later phase's inline shell sees such a variable,
+# but a child process does not unless it was exported, and which builder exports what is not
+# part of any contract.
+#
 # Arguments:
 #   buildWith       { pname, rustflags, cargoTarget, cargoExtraArgs, binName, postInstall }
 #                   -> derivation with bin/<binName>. One cargo release build with one flag
-#                   set; its dependencies must be built with the same RUSTFLAGS (they are
-#                   instrumented and profile-used too). `postInstall` runs after the binary
-#                   is in $out/bin, with $cargoStderrLog naming cargo's stderr; it must fail
-#                   the build when it fails. nix/crane.nix and nix/host/builder.nix supply one.
+#                   set, through ./stages/cargo-build.sh; its dependencies must be built with
+#                   the same RUSTFLAGS (they are instrumented and profile-used too).
+#                   `postInstall` is a function { cargoStderrLog } -> shell snippet, run after
+#                   the binary is in $out/bin: cargoStderrLog is a shell word naming the file
+#                   that holds cargo's stderr, for the snippet to pass on explicitly. A failing
+#                   snippet fails the build. nix/crane.nix supplies buildWith.
 #   runStage        name -> env (attrset) -> script (string) -> derivation. A plain builder
 #                   with bash, coreutils, grep, sed and awk; env becomes the environment.
 #   hostTriple      the build host's target triple: every chain build passes it as
@@ -64,6 +74,7 @@ let
   common = stages + "/common.sh";
   stage = file: "bash ${stages + "/${file}"}";
   flags = rest: if extraRustflags == "" then rest else "${extraRustflags} ${rest}";
+  shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
 
   build =
     suffix: rustflags: postInstall:
@@ -75,11 +86,12 @@ let
     };
 
   # Plain release: the baseline of every comparison; same target dir layout as the others.
-  plain = build "" "" "";
+  none = _: "";
+  plain = build "" "" none;
 
   # The embedded default path only matters when LLVM_PROFILE_FILE is unset; the trainer
   # always sets it (one file per process, or all runs merge into default_%m.profraw).
-  instrumented = build "instrumented" "-Cprofile-generate=/tmp/${binName}-pgo" "";
+  instrumented = build "instrumented" "-Cprofile-generate=/tmp/${binName}-pgo" none;
 
   trained = runStage "${binName}-profile" {
     STAGE_COMMON = common;
@@ -99,15 +111,20 @@ let
     "-Clink-args=-Wl,--emit-relocs"
   ];
   pgo =
-    build "pgo" pgoFlags
+    build "pgo" pgoFlags (
+      { cargoStderrLog }:
       ''
         STAGE_COMMON=${common} \
+        CARGO_STDERR_LOG=${cargoStderrLog} \
         PROFILE_DIR=${profileDir} \
+        RUSTFLAGS=${shellQuote (flags pgoFlags)} \
+        TARGET=${hostTriple} \
         PROOF_OUT="$out/share/${binName}/pgo-proof.json" \
         LLVM_PROFDATA=${tools.llvmProfdata} \
         MAX_MISSING_PROFILES=${toString maxMissingProfiles} \
         ${stage "pgo-gate.sh"}
-      '';
+      ''
+    );
 
   boltProfile = runStage "${binName}-bolt-profile" {
     STAGE_COMMON = common;

@@ -27,6 +27,12 @@ let
     dontPatchELF = true;
   };
 
+  # Each script by its own path, so that editing one rebuilds only the builds that run it.
+  stage = file: ./stages + "/${file}";
+  # cargo's stderr, kept by stages/cargo-build.sh for the PGO gate. A shell word: the gate
+  # gets it on its own command line (chain.nix's contract), never from the phase's scope.
+  cargoStderrLog = ''"$NIX_BUILD_TOP/cargo-stderr.log"'';
+
   buildWith =
     {
       pname,
@@ -34,7 +40,7 @@ let
       cargoTarget ? null,
       cargoExtraArgs ? "",
       binName,
-      postInstall ? "",
+      postInstall ? _: "",
       env ? { },
     }:
     let
@@ -56,19 +62,16 @@ let
         # No `cargo check` pass: nothing else reuses a flagged dependency set, and it would
         # type-check every crate a second time.
         cargoArtifacts = craneLib.buildDepsOnly (args // { cargoCheckCommand = "true"; });
-        # crane's default command, with cargo's stderr kept in a file: the PGO gate reads the
-        # `hash mismatch` warnings from it ($cargoStderrLog, as in nix/stages/cargo-build.sh).
+        # crane's default command through stages/cargo-build.sh, which also keeps cargo's
+        # stderr for the PGO gate. `cargoBuildLog` stays a phase variable on purpose: crane's
+        # own postBuild hook (installFromCargoBuildLog) reads it in this same shell.
         buildPhaseCargoCommand = ''
           cargoBuildLog=$(mktemp cargoBuildLogXXXX.json)
-          cargoStderrLog=$NIX_BUILD_TOP/cargo-stderr.log
-          if ! cargoWithProfile build --message-format json-render-diagnostics \
-            --locked ${cargoExtraArgs} >"$cargoBuildLog" 2>"$cargoStderrLog"; then
-            cat "$cargoStderrLog" >&2
-            exit 1
-          fi
-          cat "$cargoStderrLog" >&2
+          CARGO_BUILD_LOG="$cargoBuildLog" CARGO_STDERR_LOG=${cargoStderrLog} \
+            STAGE_COMMON=${stage "common.sh"} \
+            bash ${stage "cargo-build.sh"} --release --locked ${cargoExtraArgs}
         '';
-        inherit postInstall;
+        postInstall = postInstall { inherit cargoStderrLog; };
       }
     );
 
@@ -79,9 +82,15 @@ let
       ${script}
     '';
 
+  # The workspace checks build with cargo's dev profile: the release profile's fat LTO would
+  # link every test binary for minutes. doCheck = true: crane's cargoTest runs nothing
+  # without it (`args.doCheck or true`, and `common` turns it off), and buildDepsOnly then
+  # also builds the dev-dependencies (`cargo test --no-run`).
   plainArgs = common // {
     pname = "gateway-workspace";
     src = testSrc;
+    doCheck = true;
+    CARGO_PROFILE = "dev";
   };
   plainDeps = craneLib.buildDepsOnly plainArgs;
 in
@@ -110,11 +119,17 @@ in
         cargoTestExtraArgs = "--workspace";
       }
     );
-    clippy = craneLib.cargoClippy (
+    # crane's cargoClippy, but through stages/cargo-clippy.sh: a lint that only the flake's
+    # newer toolchain knows fails with a message that says so.
+    clippy = craneLib.mkCargoDerivation (
       plainArgs
       // {
+        pnameSuffix = "-clippy";
         cargoArtifacts = plainDeps;
-        cargoClippyExtraArgs = "--workspace --all-targets -- --deny warnings";
+        buildPhaseCargoCommand = ''
+          STAGE_COMMON=${stage "common.sh"} bash ${stage "cargo-clippy.sh"} \
+            --profile dev --locked --workspace --all-targets -- --deny warnings
+        '';
       }
     );
     fmt = craneLib.cargoFmt { inherit src version; pname = "gateway-workspace"; };

@@ -36,6 +36,6 @@ env STAGE_NAME=gateway-pgo-single OUT_DIR="$results/gateway-pgo-single.tmp" SRC=
   BIN_NAME=gateway CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="-p gateway --bin gateway" \
   CARGO_TARGET_DIR="$target_base/gateway-pgo-single" \
   RUSTFLAGS="-Cprofile-use=$prof -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs" \
-  bash "$repo/nix/stages/cargo-build.sh"
+  bash "$repo/scripts/cargo-stage.sh"
 rm -rf "$results/gateway-pgo-single"
 mv "$results/gateway-pgo-single.tmp" "$results/gateway-pgo-single"

@@ -45,26 +45,28 @@ fi
 timings="$outdir/stage-timings.txt"
 : >"$timings"
 # run_stage NAME SCRIPT [VAR=VALUE...]: one stage into OUTDIR/NAME, published on success.
+# SCRIPT is a path, or a name under nix/stages/.
 run_stage() {
   local name=$1 script=$2 t0
   shift 2
+  case $script in /*) ;; *) script="$stages/$script" ;; esac
   t0=$(date +%s)
   rm -rf "${outdir:?}/$name" "$outdir/$name.tmp"
-  env STAGE_NAME="$name" OUT_DIR="$outdir/$name.tmp" "$@" bash "$stages/$script"
+  env STAGE_NAME="$name" OUT_DIR="$outdir/$name.tmp" "$@" bash "$script"
   mv "$outdir/$name.tmp" "$outdir/$name"
   printf '%-22s %5d s  %s\n' "$name" "$(($(date +%s) - t0))" "$outdir/$name" | tee -a "$timings"
 }
 cargo_stage() {
   local name=$1 flags=$2
   shift 2
-  run_stage "$name" cargo-build.sh SRC="$repo" BIN_NAME=gateway RUSTFLAGS="$flags" \
+  run_stage "$name" "$repo/scripts/cargo-stage.sh" SRC="$repo" BIN_NAME=gateway RUSTFLAGS="$flags" \
     CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="-p gateway --bin gateway" \
     CARGO_TARGET_DIR="$TARGET_BASE/$name" "$@"
 }
 
 if [ -z "${TRAINER:-}" ]; then
   # A tool, not the product: no fat LTO (minutes on 2 cores for nothing the profile needs).
-  run_stage trainer cargo-build.sh SRC="$repo" BIN_NAME=trainer RUSTFLAGS= \
+  run_stage trainer "$repo/scripts/cargo-stage.sh" SRC="$repo" BIN_NAME=trainer RUSTFLAGS= \
     CARGO_EXTRA_ARGS="-p trainer --bin trainer" CARGO_TARGET_DIR="$TARGET_BASE/trainer" \
     CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
   TRAINER="$outdir/trainer/bin/trainer"
@@ -79,9 +81,15 @@ sha=$(sha256sum "$outdir/gateway-profile/gateway.profdata" | cut -c1-16)
 profile="$outdir/profiles/merged-$sha.profdata"
 mkdir -p "$outdir/profiles"
 cp "$outdir/gateway-profile/gateway.profdata" "$profile"
-cargo_stage gateway-pgo \
-  "-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs" \
-  POST_INSTALL="PROFILE_DIR='$outdir/gateway-profile' PROOF_OUT=\"\$out/share/gateway/pgo-proof.json\" bash '$stages/pgo-gate.sh'"
+pgo_flags="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs"
+cargo_stage gateway-pgo "$pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log"
+# The gate, with every input on its command line, as in the Nix chain (nix/chain.nix).
+env CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log" PROFILE_DIR="$outdir/gateway-profile" \
+  PROOF_OUT="$outdir/gateway-pgo/share/gateway/pgo-proof.json" RUSTFLAGS="$pgo_flags" \
+  TARGET="$host_triple" bash "$stages/pgo-gate.sh" || {
+  rm -rf "${outdir:?}/gateway-pgo"
+  exit 1
+}
 
 run_stage gateway-bolt-profile bolt-profile.sh GATEWAY_BIN="$outdir/gateway-pgo/bin/gateway"
 run_stage gateway-pgo-bolt bolt-optimize.sh GATEWAY_BIN="$outdir/gateway-pgo/bin/gateway" \

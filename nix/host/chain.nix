@@ -1,10 +1,13 @@
-# Tier c / the local Nix command: the SAME nix/chain.nix, evaluated with the host builder.
+# Tier c / the local Nix command: the SAME nix/crane.nix and nix/chain.nix as the flake, built
+# with host tools: the crane stand-in (./crane) on a stdenv stand-in (./pkgs.nix), host
+# rustc/cargo, crates vendored beforehand, Debian's LLVM 22. So the shell that nix/crane.nix
+# puts into a build runs here exactly as crane would run it.
 # Evaluated with nix-build (not as a flake output: the tool paths are host paths, passed as
 # arguments by scripts/chain-nix-host.sh).
 #
 # Arguments (strings unless noted):
 #   root            the repository (path; default ../..)
-#   rustSysroot     `rustc --print sysroot`
+#   rustSysroot     `rustc --print sysroot` (the toolchain: its bin/ goes on PATH)
 #   vendorDir       `cargo vendor` output, outside the repo
 #   llvmBin         Debian's LLVM 22 bin dir (/usr/lib/llvm-22/bin): llvm-profdata,
 #                   llvm-bolt and merge-fdata of one LLVM, by absolute path
@@ -18,6 +21,8 @@
 #   profileFrom     null; else another checkout (a path) whose trained profile is used
 #                   (tier d's stale profile). The profile is that checkout's own derivation,
 #                   so the PGO dependency build is the one tier c already built.
+#   craneHooks      null: the stand-in's setup hooks; else a directory of crane's own
+#                   (scripts/test.sh crane-real)
 {
   root ? ../..,
   rustSysroot,
@@ -30,27 +35,26 @@
   shapes ? null,
   profile ? null,
   profileFrom ? null,
+  craneHooks ? null,
 }@args:
 let
   source = import ../source.nix { inherit root; };
-  host = import ./builder.nix {
-    inherit system rustSysroot vendorDir;
-    inherit (source) manifests;
+  pkgs = import ./pkgs.nix { inherit system hostTriple; };
+  craneLib =
+    (import ./crane/lib (
+      {
+        inherit pkgs vendorDir;
+      }
+      // (if craneHooks == null then { } else { hooks = craneHooks; })
+    )).overrideToolchain
+      (_: rustSysroot);
+  builder = import ../crane.nix {
+    inherit pkgs craneLib;
     src = source.cargo;
-  };
-  # The trainer is a tool, not the product: thin-local LTO and 16 codegen units save minutes
-  # of a 2-core build for nothing the profile depends on.
-  trainer = host.buildWith {
-    pname = "trainer";
-    binName = "trainer";
-    cargoExtraArgs = "-p trainer --bin trainer";
-    env = {
-      CARGO_PROFILE_RELEASE_LTO = "false";
-      CARGO_PROFILE_RELEASE_CODEGEN_UNITS = "16";
-    };
+    testSrc = source.tests;
   };
   chain = import ../chain.nix {
-    inherit (host) buildWith runStage;
+    inherit (builder) buildWith runStage;
     inherit hostTriple;
     tools = {
       llvmProfdata = "${llvmBin}/llvm-profdata";
@@ -60,7 +64,8 @@ let
       readelf = "/usr/bin/readelf";
     };
     # A path given here is copied into the store (it must be visible in the sandbox).
-    trainer = if trainerCommand == null then "${trainer}/bin/trainer" else "${trainerCommand}";
+    trainer =
+      if trainerCommand == null then "${builder.trainer}/bin/trainer" else "${trainerCommand}";
     shapes = if shapes == null then source.shapes else shapes;
     # Debian's valgrind; /usr is bound into the sandbox (scripts/chain-host-env.sh).
     holdoutGate = import ../checks/holdout.nix { valgrind = "/usr/bin/valgrind"; };
@@ -77,4 +82,8 @@ let
         )).gateway-profile;
   };
 in
-chain // { inherit trainer; }
+chain
+// {
+  inherit (builder) trainer;
+  checks = chain.checks // builder.checks;
+}

@@ -7,15 +7,24 @@
 # the scope of this gate: deps are profile-used too but their source never changes under a
 # fixed Cargo.lock.
 #
-# Environment:
+# Every input comes on this script's own command line (its environment prefix), never from
+# a variable that a build phase set without exporting: the builder runs this as a child
+# process (nix/chain.nix states the contract).
 #   STAGE_COMMON          path of common.sh
-#   cargoStderrLog        cargo's stderr of the PGO build
+#   CARGO_STDERR_LOG      cargo's stderr of the PGO build (nix/stages/cargo-build.sh keeps it)
 #   PROFILE_DIR           output of the profile stage (gateway.profdata, manifest.json)
 #   RUSTFLAGS             the flags the build used (recorded, store hashes scrubbed)
+#   TARGET                the target triple the build used (recorded)
 #   PROOF_OUT             where to write pgo-proof.json
 #   LLVM_PROFDATA         absolute path of llvm-profdata (rustc's LLVM), for `show`
 #   MAX_MISSING_PROFILES  allowed "no profile data available" warnings (default 0)
 #   RUSTC                 rustc to ask for versions (default: rustc on PATH, the one that built)
+#
+# What a different toolchain changes, and how this gate says so (the flake pins fenix stable,
+# Rust 1.97.1; CI builds with the host's 1.95): the LLVM major of rustc and llvm-profdata
+# (checked first, by name), an unreadable profile (named as an LLVM mismatch when rustc says
+# "unsupported ... version"), and the count of missing-profile warnings (a newer rustc can
+# emit functions the profile never saw: the message names rustc's version and the knob).
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
@@ -23,47 +32,57 @@ set -euo pipefail
 STAGE_NAME=pgo-gate
 stage_start
 
-cargoStderrLog=${cargoStderrLog:-}
-need_var cargoStderrLog
+need_var CARGO_STDERR_LOG
 need_var PROFILE_DIR
 need_var PROOF_OUT
 need_exe LLVM_PROFDATA "${LLVM_PROFDATA:-}"
+log=$CARGO_STDERR_LOG
 profile="$PROFILE_DIR/gateway.profdata"
 manifest="$PROFILE_DIR/manifest.json"
 nonempty "$profile" "profile"
 nonempty "$manifest" "profile manifest"
-[ -f "$cargoStderrLog" ] || die "cargo log missing: $cargoStderrLog"
+[ -f "$log" ] || die "cargo's stderr log is missing: $log"
 case "${RUSTFLAGS:-}" in
   *-Cprofile-use=*) ;;
   *) die "RUSTFLAGS carry no -Cprofile-use: this would be a plain build" ;;
 esac
 
+rustc_vv=$("${RUSTC:-rustc}" -vV) || die "cannot run ${RUSTC:-rustc} -vV"
+rustc_release=$(printf '%s\n' "$rustc_vv" | head -n1)
+rustc_llvm=$(printf '%s\n' "$rustc_vv" | sed -nE 's/^LLVM version: (.*)/\1/p')
+profdata_version=$("$LLVM_PROFDATA" --version 2>&1 | grep -iE 'version' | head -n1 | sed -E 's/^[[:space:]]+//')
+rustc_major=${rustc_llvm%%.*}
+profdata_major=$(printf '%s\n' "$profdata_version" | grep -oE '[0-9]+' | head -n1 || true)
+# The profile format follows LLVM's major version: a toolchain bump (fenix's 1.97 vs the
+# host's 1.95) must bring its own llvm-profdata (rustup/fenix component llvm-tools).
+if [ -n "$rustc_major" ] && [ -n "$profdata_major" ] && [ "$rustc_major" != "$profdata_major" ]; then
+  die "LLVM mismatch: $rustc_release uses LLVM $rustc_llvm but $LLVM_PROFDATA is LLVM $profdata_major; use the llvm-profdata of rustc's own toolchain (component llvm-tools)"
+fi
+
 # rustc only WARNS about an unreadable profile and then builds without it: a silent fallback
 # to a plain build, refused here.
 unusable_re='invalid instrumentation profile|Error in reading profile|profile data may be corrupt|unsupported instrumentation profile format|malformed instrumentation profile'
-if grep -qiE "$unusable_re" "$cargoStderrLog"; then
-  grep -iE "$unusable_re" "$cargoStderrLog" | head -n 5 >&2
+if grep -qiE "$unusable_re" "$log"; then
+  grep -iE "$unusable_re" "$log" | head -n 5 >&2
+  if grep -qiE 'unsupported instrumentation profile format' "$log"; then
+    die "rustc could not use the profile: it was written by an LLVM other than $rustc_release's (LLVM $rustc_llvm); retrain with this toolchain (rustc falls back to a plain build)"
+  fi
   die "rustc could not use the profile (it falls back to a plain build)"
 fi
-mismatch=$(grep -c 'hash mismatch' "$cargoStderrLog" || true)
-missing=$(grep -c 'no profile data available' "$cargoStderrLog" || true)
+mismatch=$(grep -c 'hash mismatch' "$log" || true)
+missing=$(grep -c 'no profile data available' "$log" || true)
 if [ "$mismatch" -gt 0 ]; then
-  grep 'hash mismatch' "$cargoStderrLog" | head -n 20 >&2
+  grep 'hash mismatch' "$log" | head -n 20 >&2
   die "$mismatch 'hash mismatch' warning(s): the profile was trained on a different source"
 fi
 if [ "$missing" -gt "${MAX_MISSING_PROFILES:-0}" ]; then
-  grep 'no profile data available' "$cargoStderrLog" | head -n 20 >&2
-  die "$missing function(s) without profile data (allowed: ${MAX_MISSING_PROFILES:-0})"
+  grep 'no profile data available' "$log" | head -n 20 >&2
+  die "$missing function(s) in workspace crates without profile data (allowed: ${MAX_MISSING_PROFILES:-0}, maxMissingProfiles): code the training never ran, or functions that $rustc_release emits and the training build did not"
 fi
 
 show=$("$LLVM_PROFDATA" show "$profile") || die "llvm-profdata cannot read $profile"
 total_functions=$(printf '%s\n' "$show" | sed -nE 's/^Total functions: ([0-9]+).*/\1/p' | head -n1)
 [ "${total_functions:-0}" -gt 0 ] || die "profile reports no functions"
-
-rustc_vv=$("${RUSTC:-rustc}" -vV)
-rustc_release=$(printf '%s\n' "$rustc_vv" | head -n1)
-rustc_llvm=$(printf '%s\n' "$rustc_vv" | sed -nE 's/^LLVM version: (.*)/\1/p')
-profdata_version=$("$LLVM_PROFDATA" --version 2>&1 | grep -iE 'version' | head -n1 | sed -E 's/^[[:space:]]+//')
 # The trainer's manifest: raw_files/raw_bytes are the .profraw files, merged_sha256 the profile.
 profraw_count=$(json_num raw_files "$manifest")
 profraw_bytes=$(json_num raw_bytes "$manifest")
@@ -87,7 +106,7 @@ mkdir -p "$(dirname "$PROOF_OUT")"
   printf '  "rustc": %s,\n' "$(json_str "$rustc_release")"
   printf '  "rustc_llvm": %s,\n' "$(json_str "$rustc_llvm")"
   printf '  "llvm_profdata": %s,\n' "$(json_str "$profdata_version")"
-  printf '  "target": %s,\n' "$(json_str "${CARGO_BUILD_TARGET:-}")"
+  printf '  "target": %s,\n' "$(json_str "${TARGET:-}")"
   printf '  "rustflags": %s\n' "$(json_str "$(scrub_store "$RUSTFLAGS")")"
   printf '}\n'
 } >"$tmp"

@@ -21,14 +21,15 @@
 }:
 let
   root = ../..;
-  # Only runStage is used: buildWith's arguments are never evaluated.
-  host = import ../host/builder.nix {
-    inherit system;
-    rustSysroot = "/nonexistent";
-    vendorDir = "/nonexistent";
-    src = null;
-    manifests = null;
-  };
+  # nix/crane.nix's runStage on the host stdenv (its crane arguments are never evaluated).
+  inherit
+    (import ../crane.nix {
+      pkgs = import ../host/pkgs.nix { inherit system; };
+      craneLib = null;
+      src = null;
+    })
+    runStage
+    ;
   gatewayDrv =
     if builtins.substring 0 11 gateway == "/nix/store/" then
       builtins.storePath gateway
@@ -44,7 +45,7 @@ let
 in
 {
   tarball = import ../release/tarball.nix {
-    inherit (host) runStage;
+    inherit runStage;
     inherit
       releaseCheck
       readelf
@@ -65,7 +66,7 @@ in
     inherit sourceDateEpoch floors;
   };
   release = import ../release/release-check.nix {
-    inherit (host) runStage;
+    inherit runStage;
     inherit releaseCheck readelf floors;
     gateway = gatewayDrv;
   };

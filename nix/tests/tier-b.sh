@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Tier b: evaluation. Debian's nix-bin (Nix 2.8) evaluates the flake with nixpkgs, crane, fenix
-# and fenix/rust-analyzer-src overridden by the stub flakes in nix/tests/stubs (the real ones
-# cannot be fetched here): `nix flake show`, every package's, check's and devShell's drvPath,
+# Tier b: evaluation. Debian's nix-bin (Nix 2.8) evaluates the flake with nixpkgs, fenix and
+# fenix/rust-analyzer-src overridden by the stub flakes in nix/tests/stubs, and crane by the
+# crane stand-in that tier c builds with (nix/host/crane); the real ones cannot be fetched here: `nix flake show`, every package's, check's and devShell's drvPath,
 # the apps, lib.mkPgoBoltChain, and the wiring of the stages (flags, target, tool paths).
 # Nothing is built. Runs as root without a daemon.
 set -euo pipefail
@@ -14,7 +14,7 @@ nixf=(
   --option build-users-group ''
   --no-write-lock-file
   --override-input nixpkgs "path:$stubs/nixpkgs"
-  --override-input crane "path:$stubs/crane"
+  --override-input crane "path:$repo/nix/host/crane"
   --override-input fenix "path:$stubs/fenix"
   --override-input fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
 )
@@ -72,6 +72,7 @@ wiring=$(ev --raw "$flake#packages.x86_64-linux" --apply 'p: builtins.concatStri
   ("pgoTarget=" + p.gateway-pgo.CARGO_BUILD_TARGET)
   ("pgoPostInstall=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.postInstall)
   ("pgoDontStrip=" + (if p.gateway-pgo.dontStrip then "true" else "false"))
+  ("pgoBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.buildPhase)
   ("pgoDepsFlags=" + p.gateway-pgo.cargoArtifacts.RUSTFLAGS)
   ("plainFlags=[" + p.gateway.RUSTFLAGS + "]")
   ("profdata=" + p.gateway-profile.LLVM_PROFDATA)
@@ -103,6 +104,10 @@ expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Cprofile-use=${w[profile]}/gatew
 expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Wl,--emit-relocs"
 expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-pgo-warn-missing-function"
 expect gateway-pgo.postInstall "${w[pgoPostInstall]}" "pgo-gate.sh"
+# The build-time contract: the gate gets cargo's stderr on its own command line.
+expect gateway-pgo.postInstall "${w[pgoPostInstall]}" 'CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log"'
+expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" 'CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log"'
+expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "cargo-build.sh"
 expect gateway-pgo.CARGO_BUILD_TARGET "${w[pgoTarget]}" "x86_64-unknown-linux-gnu"
 expect gateway-pgo.dontStrip "${w[pgoDontStrip]}" "true"
 expect gateway-pgo.cargoArtifacts.RUSTFLAGS "${w[pgoDepsFlags]}" "-Cprofile-use=${w[profile]}"
@@ -117,6 +122,10 @@ expect gateway-pgo-bolt.FDATA "${w[fdata]}" "${w[boltProfile]}/gateway.fdata"
 expect default "${w[default]}" "${w[pgoBolt]}"
 expect devShell.LLVM_PROFDATA "$(ev --raw "$flake#devShells.x86_64-linux.default.LLVM_PROFDATA")" \
   "rust-stable-with-components"
+
+echo "== checks.tests runs the tests (crane's cargoTest runs nothing without doCheck)"
+[ "$(ev --json "$flake#checks.x86_64-linux.tests.doCheck")" = true ] || fail "checks.tests.doCheck is not true"
+echo "  ok: checks.tests.doCheck = true"
 
 echo "== lib.mkPgoBoltChain with another project's arguments"
 out=$(ev --impure --json "$flake#lib" --apply "lib:

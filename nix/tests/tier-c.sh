@@ -3,7 +3,9 @@
 # (host rustc/cargo, crates vendored beforehand, Debian's llvm-22/bolt-22 bound in with
 # sandbox-paths) and built with --option sandbox true: trainer, plain, instrumented, profile
 # (real `trainer profile` on loopback inside the sandbox), pgo (+ gate + pgo-proof.json),
-# bolt-profile, pgo-bolt (+ bolt-proof.json), then the pgo-proof and closure checks.
+# bolt-profile, pgo-bolt (+ bolt-proof.json), then the pgo-proof, closure and holdout checks,
+# and the workspace checks (fmt, clippy, tests: the test suite in the sandbox). Every cargo
+# build goes through nix/crane.nix's buildWith on the crane stand-in (nix/host/crane).
 # Then: a rebuild with max-jobs 0 must find every stage in the store (nothing rebuilds).
 #
 # Usage: nix/tests/tier-c.sh [OUTDIR]   (default ./out/tier-c; tier d reuses its results)
@@ -18,14 +20,27 @@ fail() {
   exit 1
 }
 
-"$repo/scripts/chain-nix-host.sh" "$outdir" || fail "the chain failed"
+# The chain, then the workspace checks, all through nix/crane.nix on the crane stand-in.
+CHAIN_ATTRS="trainer gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile \
+gateway-pgo-bolt checks.pgo-proof checks.closure gateway checks.holdout checks.fmt checks.clippy \
+checks.tests" "$repo/scripts/chain-nix-host.sh" "$outdir" || fail "the chain failed"
 
 r="$outdir/result-gateway-pgo-bolt"
 for attr in trainer gateway gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile \
-  gateway-pgo-bolt checks.pgo-proof checks.closure checks.holdout; do
+  gateway-pgo-bolt checks.pgo-proof checks.closure checks.holdout checks.fmt checks.clippy checks.tests; do
   [ -e "$outdir/result-$attr" ] || fail "no result for $attr"
 done
 "$r/bin/gateway" --help >/dev/null || fail "the optimized gateway does not run"
+echo "== checks.tests ran the test suite (crane's cargoTest runs nothing without doCheck)"
+tests_log=$(nix-store --read-log "$(readlink "$outdir/result-checks.tests")" 2>/dev/null || true)
+[ -n "$tests_log" ] || tests_log=$(nix log "$(readlink "$outdir/result-checks.tests")" 2>/dev/null || true)
+results=$(printf '%s\n' "$tests_log" | grep -E '^test result: ' || true)
+[ -n "$results" ] || fail "checks.tests' build log has no 'test result:' line"
+passed=$(printf '%s\n' "$results" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | awk '{s += $1} END {print s + 0}')
+failed=$(printf '%s\n' "$results" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | awk '{s += $1} END {print s + 0}')
+echo "  $(printf '%s\n' "$results" | wc -l) test binaries: $passed passed, $failed failed"
+[ "$passed" -gt 50 ] || fail "checks.tests ran only $passed tests"
+[ "$failed" -eq 0 ] || fail "checks.tests: $failed failed"
 echo "== pgo-proof.json"
 cat "$r/share/gateway/pgo-proof.json"
 echo "== bolt-proof.json"
@@ -38,7 +53,7 @@ ls -l "$outdir"/result-gateway*/bin/gateway | awk '{print "  " $5 "  " $9}'
 echo "== cached: a second build must build nothing"
 . "$repo/scripts/chain-host-env.sh"
 nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} --option max-jobs 0 \
-  -A gateway-pgo-bolt -A checks.pgo-proof -A checks.closure --no-out-link >/dev/null ||
+  -A gateway-pgo-bolt -A checks.pgo-proof -A checks.closure -A checks.tests --no-out-link >/dev/null ||
   fail "a stage was not reused from the store"
 echo "  ok"
 echo "tier c: PASS in $(($(date +%s) - t0)) s"

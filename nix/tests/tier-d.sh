@@ -7,7 +7,10 @@
 #   4. a profile trained on another source    -> gateway-pgo fails on `hash mismatch`
 # and, without a build, the gates of the stage scripts on fabricated inputs: the PGO gate on
 # an unreadable, empty or mismatched profile and a log with `hash mismatch` (rustc only warns
-# and builds plain), the BOLT stage on -use-gnu-stack and on a binary without relocations.
+# and builds plain), on what a toolchain bump changes (a profile of another LLVM, missing
+# profiles, llvm-profdata of another LLVM), the BOLT stage on -use-gnu-stack and on a binary
+# without relocations; and the crane stand-in failing a postInstall that reads a variable its
+# build phase did not export (nix/tests/standin-phases.nix).
 # Reuses tier c's store paths (instrumented build, profile): run tier c first.
 #
 # Usage: nix/tests/tier-d.sh [TIER_C_OUTDIR]   (default ./out/tier-c)
@@ -67,8 +70,8 @@ echo 'warning: /nix/store/x/gateway.profdata: invalid instrumentation profile da
 # pgo_gate NAME LOG PROFILE_DIR [RUSTFLAGS]: run nix/stages/pgo-gate.sh as the PGO build does.
 pgo_gate() {
   rm -f "$gate_dir/$1.json"
-  env STAGE_COMMON="$repo/nix/stages/common.sh" cargoStderrLog="$gate_dir/$2" PROFILE_DIR="$3" \
-    PROOF_OUT="$gate_dir/$1.json" LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" \
+  env STAGE_COMMON="$repo/nix/stages/common.sh" CARGO_STDERR_LOG="$gate_dir/$2" PROFILE_DIR="$3" \
+    PROOF_OUT="$gate_dir/$1.json" LLVM_PROFDATA="${PROFDATA_TOOL:-$LLVM_BIN/llvm-profdata}" \
     RUSTFLAGS="${4:--Cprofile-use=$3/gateway.profdata -Clink-args=-Wl,--emit-relocs}" \
     bash "$repo/nix/stages/pgo-gate.sh" >"$gate_dir/$1.out" 2>&1
 }
@@ -92,6 +95,19 @@ echo "  ok: pgo-proof.json written"
 expect_gate_failure hash-mismatch "hash mismatch" mismatch.log "$gate_dir/profile"
 expect_gate_failure unreadable-profile "could not use the profile" corrupt.log "$gate_dir/profile"
 expect_gate_failure no-profile-use "no -Cprofile-use" clean.log "$gate_dir/profile" "-Copt-level=3"
+# What a toolchain bump changes (fenix's rustc 1.97 vs the host's 1.95), each named as such:
+echo 'warning: /nix/store/x/gateway.profdata: unsupported instrumentation profile format version' \
+  >"$gate_dir/newer-llvm.log"
+expect_gate_failure profile-of-other-llvm "written by an LLVM other than" newer-llvm.log "$gate_dir/profile"
+for i in 1 2; do
+  echo "warning: gateway/src/f$i.rs: no profile data available for function f$i"
+done >"$gate_dir/missing.log"
+expect_gate_failure missing-profiles "2 function(s) in workspace crates without profile data (allowed: 0, maxMissingProfiles)" \
+  missing.log "$gate_dir/profile"
+printf '#!/bin/sh\necho "LLVM (http://llvm.org/):"\necho "  LLVM version 14.0.6"\n' >"$gate_dir/llvm-profdata-14"
+chmod +x "$gate_dir/llvm-profdata-14"
+PROFDATA_TOOL="$gate_dir/llvm-profdata-14" expect_gate_failure llvm-mismatch \
+  "LLVM mismatch: .* but $gate_dir/llvm-profdata-14 is LLVM 14" clean.log "$gate_dir/profile"
 mkdir -p "$gate_dir/empty"
 : >"$gate_dir/empty/gateway.profdata"
 cp "$gate_dir/profile/manifest.json" "$gate_dir/empty/"
@@ -124,6 +140,28 @@ for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable" \
   grep -- "FAILED" "$gate_dir/bolt-$name.out" | head -n 1 | sed 's/^/  log: /'
   echo "  ok: refused, nothing installed"
 done
+
+# ---- the crane stand-in models stdenv's one-shell phases (nix/tests/standin-phases.nix) ----
+# The class of bug that broke `nix build .#gateway-pgo-bolt`: a postInstall child process
+# that reads a variable the build phase assigned without exporting must fail the build.
+echo "== stand-in: a postInstall reading an unexported build-phase variable"
+standin() {
+  nix-build "$repo/nix/tests/standin-phases.nix" "${host_nix_args[@]}" -A "$1" \
+    -o "$work/result-standin-$1" >"$work/standin-$1.log" 2>&1
+}
+if standin unexported; then fail "the stand-in built a postInstall that reads an unexported variable"; fi
+[ ! -e "$work/result-standin-unexported" ] || fail "standin-unexported: a result link was left"
+grep -q 'buildVar is not set in this child process' "$work/standin-unexported.log" || {
+  tail -n 30 "$work/standin-unexported.log"
+  fail "standin-unexported failed for another reason"
+}
+grep 'buildVar is not set' "$work/standin-unexported.log" | head -n 1 | sed 's/^/  log: /'
+standin exported || {
+  tail -n 30 "$work/standin-exported.log"
+  fail "the same build with the variable exported failed"
+}
+grep 'read-build-var: buildVar=' "$work/standin-exported.log" | head -n 1 | sed 's/^/  log: /'
+echo "  ok: unexported fails, exported builds"
 
 # ---- broken inputs through nix-build (the real sandboxed stages) ----
 expect_failure failing-trainer gateway-profile "trainer profile failed" \

@@ -51,6 +51,7 @@
             mkDerivation = attrs: drv (attrs.name or "${attrs.pname}-${attrs.version}") attrs;
           };
           runCommand = name: env: script: drv name (env // { buildCommand = script; });
+          makeSetupHook = { name }: script: drv name { inherit script; };
           writeShellScript = name: text: drv name { inherit text; };
           mkShell = attrs: drv "stub-shell" attrs;
           gnumake = pkg "stub-gnumake";
