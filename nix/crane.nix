@@ -117,6 +117,8 @@ in
       // {
         cargoArtifacts = plainDeps;
         cargoTestExtraArgs = "--workspace";
+        # Nothing reuses the test build's target/: archiving it would cost minutes.
+        doInstallCargoArtifacts = false;
       }
     );
     # crane's cargoClippy, but through stages/cargo-clippy.sh: a lint that only the flake's
@@ -126,6 +128,7 @@ in
       // {
         pnameSuffix = "-clippy";
         cargoArtifacts = plainDeps;
+        doInstallCargoArtifacts = false;
         buildPhaseCargoCommand = ''
           STAGE_COMMON=${stage "common.sh"} bash ${stage "cargo-clippy.sh"} \
             --profile dev --locked --workspace --all-targets -- --deny warnings

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The PGO + BOLT chain in the Nix sandbox with host tools (tier c, and the README's local
-# command on machines without a binary cache): the SAME nix/chain.nix as the flake, with the
-# host builder (nix/host/builder.nix): host rustc/cargo, Debian's llvm-22/bolt-22, crates
-# vendored beforehand. Needs root (no daemon), Debian's nix-bin, llvm-22, bolt-22,
+# command on machines without a binary cache): the SAME nix/chain.nix and nix/crane.nix as
+# the flake (nix/host/chain.nix), on the crane stand-in and a stdenv stand-in that run the
+# same build phases with host rustc/cargo, Debian's llvm-22/bolt-22 and crates vendored
+# beforehand. Needs root (no daemon), Debian's nix-bin, llvm-22, bolt-22,
 # libbolt-22-dev. Each stage is built on its own so its wall time is printed.
 #
 # Usage: scripts/chain-nix-host.sh [OUTDIR]      (default: ./out/nix-host)

@@ -13,10 +13,13 @@
 #   bench       valgrind instruction / I1 ratios and the holdout gate on tier c's binaries
 #   release     workflows, release derivations, the release gate on tier c's proofs
 #
-# Not in the default run: stage-e2e (trainer/tests/stage-e2e.sh), the same stages as tier c
-# with host tools outside Nix. It repeats two fat-LTO builds that tier c already proves, which
-# CI's time budget cannot spare; run it with `scripts/test.sh stage-e2e` when changing the
-# trainer's stages.
+# Not in the default run:
+#   stage-e2e   (trainer/tests/stage-e2e.sh) the same stages as tier c with host tools outside
+#               Nix. It repeats two fat-LTO builds that tier c already proves, which CI's time
+#               budget cannot spare; run it when changing the trainer's stages.
+#   crane-real  (nix/tests/crane-real.sh) gateway-pgo built with crane's OWN setup hooks from
+#               a crane snapshot (CRANE_SRC; CI cannot fetch crane, so it skips, saying so,
+#               when CRANE_SRC is unset). Reuses tier c's profile: run after tier c.
 #
 # Usage: scripts/test.sh [TIER ...]   (default: all but stage-e2e, in the order above)
 set -euo pipefail
@@ -51,6 +54,7 @@ for t in "${tiers[@]}"; do
     lint) tier lint lint ;;
     cargo-test) tier cargo-test cargo_test ;;
     stage-e2e) tier stage-e2e trainer/tests/stage-e2e.sh ;;
+    crane-real) tier crane-real nix/tests/crane-real.sh "$repo/out/tier-c" ;;
     nix) tier nix nix/tests/run-all.sh a b c d ;;
     # Both reuse tier c's outputs (out/tier-c): no second build of the chain.
     bench) tier bench scripts/bench-ci.sh "$repo/out/tier-c" ;;

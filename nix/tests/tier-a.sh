@@ -60,12 +60,14 @@ done
 echo "  ok: ${#nix_files[@]} files"
 
 echo "== shell scripts"
-for f in nix/stages/*.sh nix/tests/*.sh scripts/chain-*.sh; do
+shell_files=(nix/stages/*.sh nix/tests/*.sh scripts/chain-*.sh scripts/cargo-stage.sh
+  nix/host/stdenv/setup.sh nix/host/crane/setupHooks/*.sh)
+for f in "${shell_files[@]}"; do
   [ -f "$f" ] || continue
   bash -n "$f" || fail "$f: syntax"
 done
 if command -v shellcheck >/dev/null; then
-  shellcheck -x -S warning nix/stages/*.sh nix/tests/*.sh scripts/chain-*.sh || fail shellcheck
+  shellcheck -x -S warning "${shell_files[@]}" || fail shellcheck
   echo "  ok: bash -n, shellcheck"
 else
   echo "  ok: bash -n (shellcheck not installed)"

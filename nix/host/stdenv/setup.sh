@@ -1,7 +1,10 @@
 # shellcheck shell=bash
 # The host stdenv's builder: runs one derivation the way nixpkgs' stdenv does, as far as our
 # builds can tell the difference:
-#   - one bash process for the whole build, `set -eu -o pipefail`;
+#   - one bash process for the whole build: `set -eu -o pipefail` while it sets up (sources the
+#     inputs' hooks), then the phases run with `set -e -o pipefail` but WITHOUT nounset, as
+#     stdenv's setup.sh restores the shell's own -u before genericBuild (crane's hooks read
+#     unset variables, e.g. doCompressAndInstallFullArchive);
 #   - the derivation's attributes are its environment (exported by Nix); a variable that a
 #     phase or hook assigns is NOT exported, so a child process never sees it;
 #   - each nativeBuildInputs entry: its bin/ on PATH, its nix-support/setup-hook sourced (in
@@ -12,13 +15,15 @@
 #     mtimes kept), patch, configure, build, check (only with doCheck), install, fixup (strip
 #     unless dontStrip);
 #   - an attribute named like a phase replaces that phase's default.
+# shellcheck disable=SC2154 # src, out and hostPath are derivation attributes (the environment)
 set -eu -o pipefail
+shopt -s inherit_errexit
 
-PATH=
+inputsPath=
 for input in ${nativeBuildInputs:-}; do
-  if [ -d "$input/bin" ]; then PATH=${PATH:+$PATH:}$input/bin; fi
+  if [ -d "$input/bin" ]; then inputsPath=${inputsPath:+$inputsPath:}$input/bin; fi
 done
-export PATH=${PATH:+$PATH:}$hostPath
+export PATH=${inputsPath:+$inputsPath:}$hostPath
 
 _eval() {
   if declare -F "$1" >/dev/null 2>&1; then
@@ -49,6 +54,9 @@ for input in ${nativeBuildInputs:-}; do
     . "$input/nix-support/setup-hook"
   fi
 done
+
+# stdenv's setup.sh ends by restoring the builder shell's own options: no nounset in phases.
+set +u
 
 unpackPhase() {
   runHook preUnpack
