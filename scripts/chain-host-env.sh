@@ -25,11 +25,17 @@ if [ "$rustc_llvm_major" != "$profdata_major" ]; then
 fi
 
 lock_sha=$(sha256sum "$repo/Cargo.lock" | cut -c1-16)
-vendor_dir=${GATEWAY_VENDOR_DIR:-/var/tmp/gateway-vendor-$lock_sha}
+vendor_dir=${GATEWAY_VENDOR_DIR:-/var/tmp/gateway-vendor-$lock_sha-mtime1}
 if [ ! -f "$vendor_dir/.complete" ]; then
   rm -rf "$vendor_dir.tmp"
-  (cd "$repo" && cargo vendor --locked --versioned-dirs "$vendor_dir.tmp" >/dev/null)
+  (cd "$repo" && cargo vendor --locked --versioned-dirs "$vendor_dir.tmp" >/dev/null 2>"$vendor_dir.log") || {
+    cat "$vendor_dir.log" >&2
+    exit 1
+  }
   rm -rf "$vendor_dir"
+  # Every mtime 1, as in the Nix store where crane's vendored crates live: the dependency
+  # builds' archived target/ (mtime 1 too) must stay fresh against them.
+  find "$vendor_dir.tmp" -exec touch -h -d @1 {} +
   mv "$vendor_dir.tmp" "$vendor_dir"
   touch "$vendor_dir/.complete"
 fi
