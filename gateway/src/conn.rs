@@ -79,14 +79,17 @@ impl ClientIo {
             self.armed = false;
             return r;
         }
-        let deadline = Instant::now() + self.write_timeout;
-        let sleep = self
-            .stall
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         if !self.armed {
-            sleep.as_mut().reset(deadline);
+            let deadline = Instant::now() + self.write_timeout;
+            match &mut self.stall {
+                Some(s) => s.as_mut().reset(deadline),
+                None => self.stall = Some(Box::pin(tokio::time::sleep_until(deadline))),
+            }
             self.armed = true;
         }
+        let Some(sleep) = &mut self.stall else {
+            return Poll::Pending;
+        };
         if sleep.as_mut().poll(cx).is_ready() {
             self.state.write_timed_out.store(true, Relaxed);
             return Poll::Ready(Err(io::Error::new(
