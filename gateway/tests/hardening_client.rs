@@ -371,3 +371,21 @@ async fn protocol_errors_carry_the_route_envelope() {
         assert_raw_envelope(&r, status, anthropic);
     }
 }
+
+// Item 1 (the other side of the 499): a client that is still there but sends a malformed
+// chunked body gets a 400 in its envelope, not an empty answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_chunked_body_is_a_400_in_the_envelope() {
+    let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
+    let gw = gateway_on(&mock, "").await;
+    for (path, anthropic) in [(CHAT, false), (MESSAGES, true)] {
+        let req = format!(
+            "POST {path} HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"
+        );
+        let r = raw_exchange(gw.addr, req.as_bytes())
+            .await
+            .expect("no answer to a malformed chunked body");
+        assert_raw_envelope(&r, 400, anthropic);
+    }
+    assert_eq!(mock.request_count(), 0);
+}

@@ -70,7 +70,7 @@ pub async fn handle(
     .await
     {
         Ok(b) => b,
-        Err(BodyError::ClientGone) => return client_gone(c),
+        Err(BodyError::ClientGone) => return client_gone(c, dialect),
         Err(BodyError::Timeout(t)) => {
             let msg = format!(
                 "the request body did not arrive within {} ms",
@@ -366,11 +366,31 @@ async fn read_body(
         Err(_) => Err(BodyError::Timeout(timeout)),
         Ok(Ok(c)) => Ok(c.to_bytes()),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge(max)),
-        Ok(Err(e)) => match e.downcast_ref::<hyper::Error>() {
-            Some(h) if h.is_parse() => Err(BodyError::Malformed),
-            _ => Err(BodyError::ClientGone),
-        },
+        Ok(Err(e)) if client_left(&*e) => Err(BodyError::ClientGone),
+        Ok(Err(_)) => Err(BodyError::Malformed),
     }
+}
+
+/// Whether a body read failed because the client went away (the connection ended or was
+/// reset mid-body), rather than because the body's framing was bad.
+fn client_left(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() {
+                return true;
+            }
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            return matches!(
+                io.kind(),
+                K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe
+            );
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// Which upstream failure a client error is: a connect failure, a timeout, a malformed
@@ -436,12 +456,15 @@ pub fn method_not_allowed(
     resp
 }
 
-/// The client left before its request could be answered: recorded as nginx's 499. The
-/// response is never delivered.
-fn client_gone(mut c: Completion) -> Response<GatewayBody> {
+/// The client left mid-body: recorded as nginx's 499. Nobody reads the answer, but should
+/// the client still be there it gets a 400 in its envelope.
+fn client_gone(mut c: Completion, dialect: Dialect) -> Response<GatewayBody> {
     c.status = 499;
     c.error = Some("client_disconnected");
-    Response::new(full(Bytes::new()))
+    let err = ApiError::new(ErrorKind::InvalidRequest, "the request body ended early");
+    let mut resp = err.into_response(dialect.is_anthropic());
+    set_request_ids(resp.headers_mut(), &c.request_id);
+    resp
 }
 
 fn rate_limited(
