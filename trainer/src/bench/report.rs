@@ -359,7 +359,7 @@ first byte) mixed with 4 stalled uploaders (1 MiB declared, 256 KiB sent), 2 cli
 reading a multi-megabyte stream, and an upstream that resets mid-stream; gateway limits \
 `body_read_timeout_ms` and `client_write_timeout_ms` 2000, grace 10 s. Passes only with 0 failed \
 normal requests, every stalled upload answered 408, every non-reading client cut, fds within 8 \
-and RSS within 48 MiB of the warmed-up baseline afterwards, and SIGTERM (4 slow requests and 4 \
+and RSS within 24 MiB of the warmed-up baseline afterwards, and SIGTERM (4 slow requests and 4 \
 stalled uploads in flight) answering every request and exiting 0 within the grace.\n\n";
 
 /// BENCHMARKS.md from a results directory.

@@ -33,7 +33,7 @@ use crate::mock::{MockConfig, MockUpstream};
 /// connections come and go with load).
 pub const FD_SLACK: u64 = 8;
 /// Resident memory the gateway may hold above its baseline afterwards (allocator caches).
-pub const RSS_SLACK_KIB: u64 = 48 * 1024;
+pub const RSS_SLACK_KIB: u64 = 24 * 1024;
 
 /// The gateway's limits in this run: short, so each fault is cut many times per run.
 const BODY_READ_TIMEOUT_MS: u64 = 2000;
