@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# CI's bench tier on the host chain's binaries: the valgrind ratios (report) and the holdout
+# CI's bench tier on the host chain's binaries: the valgrind ratios (report), the holdout
 # gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape exceed
-# 1.00x plain). The short real bench run (smoke) is `cargo test -p trainer --test bench`.
+# 1.00x plain) and the soak and fault run on the plain build (scripts/soak.sh; fails on any
+# failed normal request, leaked fds or memory, or an unclean exit). The short real bench run
+# (smoke) is `cargo test -p trainer --test bench`.
 #
 # Usage: scripts/bench-ci.sh [CHAIN_OUT]
 #   CHAIN_OUT  a scripts/chain-local.sh output directory; without it the chain is run first
 #              into ./out/chain-local (with chain-local.sh's own persistent target dirs).
 #   TRAINER    a built trainer (default: built here, release without fat LTO)
 # Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, holdout.json, *.md.
-# About 8 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower).
+# About 10 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower; the
+# soak about 2).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -39,3 +42,7 @@ t0=$SECONDS
 "$TRAINER" bench holdout --shapes shapes "${variants[@]}" \
   --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md"
 echo "=== bench-ci: holdout gate passed in $((SECONDS - t0)) s"
+
+t0=$SECONDS
+SOAK_OUT="$out/soak" TRAINER="$TRAINER" bash "$repo/scripts/soak.sh" "$chain/gateway/bin/gateway"
+echo "=== bench-ci: soak passed in $((SECONDS - t0)) s"

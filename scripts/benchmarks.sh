@@ -6,6 +6,7 @@
 #   holdout    the gate on the holdout shape (instructions/request <= 1.00x plain)
 #   ab         anchored interleaved throughput with a control leg (noisy, report only)
 #   rss, load  idle RSS with gateway.example.toml; 32-connection keep-alive load check
+#   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90)
 # and writes BENCHMARKS.md with `trainer bench report`.
 #
 # Usage: scripts/benchmarks.sh [RESULTS_DIR]          (default ./out/bench)
@@ -122,6 +123,9 @@ log "idle RSS and 32-connection load"
   --work-dir "$results/rss" --json "$results/rss.json"
 "$trainer" bench load --shapes "$shapes" --gateway "$plain" --connections 32 \
   --requests 50000 --work-dir "$results/load" --json "$results/load.json"
+log "soak and faults"
+"$trainer" bench soak --gateway "$plain" --duration-s "${SOAK_SECONDS:-90}" \
+  --work-dir "$results/soak" --json "$results/soak.json"
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::access_log::AccessRecord;
-use crate::metrics::Route;
+use crate::conn::ConnState;
+use crate::metrics::{ModelSlot, Route};
 use crate::state::Gateway;
 use crate::usage::Usage;
 
@@ -25,6 +26,8 @@ pub struct Completion {
     pub upstream_start: Option<Instant>,
     pub upstream_ttfb: Option<Duration>,
     pub error: Option<&'static str>,
+    /// The client connection, to tell why a request ended early.
+    pub conn: Option<Arc<ConnState>>,
 }
 
 impl Completion {
@@ -47,25 +50,46 @@ impl Completion {
             upstream_start: None,
             upstream_ttfb: None,
             error: None,
+            conn: None,
         }
     }
 
     pub fn gateway(&self) -> &Arc<Gateway> {
         &self.gw
     }
+
+    /// The model's metrics slot, once the model is known.
+    pub fn model_slot(&self) -> Option<&ModelSlot> {
+        self.model.map(|mi| self.gw.metrics.model(mi))
+    }
+
+    /// A request that ended because its connection went away: say why it went.
+    fn relabel_disconnect(&mut self) {
+        if self.error != Some("client_disconnected") {
+            return;
+        }
+        if self.conn.as_ref().is_some_and(|c| c.write_timed_out()) {
+            self.error = Some("client_write_timeout");
+        } else if self.gw.grace_over.load(Relaxed) {
+            // Cut by the end of the shutdown grace period, not by the client.
+            self.error = Some("shutdown_grace_exceeded");
+            self.status = 503;
+        }
+    }
 }
 
 impl Drop for Completion {
     fn drop(&mut self) {
-        let gw = &*self.gw;
-        let m = &gw.metrics;
-        m.in_flight.fetch_sub(1, Relaxed);
         if self.status == 0 {
             // Dropped before a response existed: the client went away while we waited on
             // the upstream (hyper drops the handler). 499 as nginx logs it.
             self.status = 499;
             self.error.get_or_insert("client_disconnected");
         }
+        self.relabel_disconnect();
+        let gw = &*self.gw;
+        let m = &gw.metrics;
+        m.in_flight.fetch_sub(1, Relaxed);
         let elapsed = self.start.elapsed();
         m.request(self.route, self.model)
             .record(self.status, elapsed);
@@ -79,10 +103,10 @@ impl Drop for Completion {
                 slot.upstream_ttfb.observe(d);
             }
             if let Some(n) = self.usage.input {
-                slot.input_tokens.fetch_add(n, Relaxed);
+                ModelSlot::add_tokens(&slot.input_tokens, n);
             }
             if let Some(n) = self.usage.output {
-                slot.output_tokens.fetch_add(n, Relaxed);
+                ModelSlot::add_tokens(&slot.output_tokens, n);
             }
             let total = self.usage.total();
             if total > 0 {

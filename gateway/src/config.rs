@@ -67,6 +67,10 @@ pub struct Model {
     /// Tried in order: on connect failure or a 5xx before the first response byte, the next.
     pub targets: Vec<Target>,
     pub rate_limit: Option<RateLimit>,
+    /// Client headers forwarded to this model's targets on top of the fixed allow-list
+    /// (`crate::proxy::headers`). Credentials, framing and hop-by-hop headers are refused.
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -93,6 +97,15 @@ pub struct Server {
     pub workers: usize,
     pub max_body_bytes: usize,
     pub header_read_timeout_ms: u64,
+    /// The longest a request body may take to arrive, from the end of its head: stalled or
+    /// trickled uploads get 408 instead of holding a connection and its buffer for ever.
+    pub body_read_timeout_ms: u64,
+    /// The longest a client may go without accepting any bytes the gateway has to write:
+    /// a client that stops reading is disconnected, releasing its stream and upstream.
+    pub client_write_timeout_ms: u64,
+    /// Open client connections at most (clamped to what the fd limit allows); the next
+    /// one gets a 503 and is closed.
+    pub max_connections: usize,
     /// How long in-flight requests (streams too) may run after SIGTERM/SIGINT.
     pub shutdown_grace_ms: u64,
 }
@@ -105,6 +118,9 @@ impl Default for Server {
             workers: 0,
             max_body_bytes: 8 * 1024 * 1024,
             header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            client_write_timeout_ms: 30_000,
+            max_connections: 4096,
             shutdown_grace_ms: 30_000,
         }
     }
@@ -123,6 +139,11 @@ pub struct Upstream {
     pub pool_max_idle_per_host: usize,
     /// Extra PEM CA bundle trusted for HTTPS upstreams (private CAs).
     pub extra_ca_file: Option<PathBuf>,
+    /// Largest non-streaming upstream body buffered (to read its usage); larger: 502.
+    pub max_response_body_bytes: usize,
+    /// Non-streaming upstream bytes buffered at once, over every request; a response that
+    /// does not fit gets 503 rather than growing memory without bound.
+    pub max_buffered_bytes: usize,
 }
 
 impl Default for Upstream {
@@ -133,6 +154,8 @@ impl Default for Upstream {
             idle_timeout_ms: 120_000,
             pool_max_idle_per_host: 256,
             extra_ca_file: None,
+            max_response_body_bytes: 64 * 1024 * 1024,
+            max_buffered_bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -209,16 +232,41 @@ impl Config {
                 "at least one model is required".into(),
             ));
         }
-        if self.server.max_body_bytes == 0 {
+        for (key, v) in [
+            ("server.max_body_bytes", self.server.max_body_bytes),
+            ("server.max_connections", self.server.max_connections),
+            (
+                "upstream.max_response_body_bytes",
+                self.upstream.max_response_body_bytes,
+            ),
+            (
+                "upstream.max_buffered_bytes",
+                self.upstream.max_buffered_bytes,
+            ),
+        ] {
+            if v == 0 {
+                return Err(invalid(key.into(), "must be > 0".into()));
+            }
+        }
+        if self.upstream.max_buffered_bytes < self.upstream.max_response_body_bytes {
             return Err(invalid(
-                "server.max_body_bytes".into(),
-                "must be > 0".into(),
+                "upstream.max_buffered_bytes".into(),
+                "must be at least upstream.max_response_body_bytes".into(),
             ));
         }
+        check_listeners(&self.server).map_err(|(k, m)| invalid(k.into(), m))?;
         for (key, v) in [
             (
                 "server.header_read_timeout_ms",
                 self.server.header_read_timeout_ms,
+            ),
+            (
+                "server.body_read_timeout_ms",
+                self.server.body_read_timeout_ms,
+            ),
+            (
+                "server.client_write_timeout_ms",
+                self.server.client_write_timeout_ms,
             ),
             (
                 "upstream.connect_timeout_ms",
@@ -265,6 +313,10 @@ impl Config {
                 check_rate_limit(rl, &format!("{at}.rate_limit"))
                     .map_err(|(k, msg)| invalid(k, msg))?;
             }
+            for (j, h) in m.forward_headers.iter().enumerate() {
+                crate::proxy::headers::check_extra_forward(h)
+                    .map_err(|msg| invalid(format!("{at}.forward_headers[{j}]"), msg))?;
+            }
             for (j, t) in m.targets.iter().enumerate() {
                 let at = format!("{at}.targets[{j}]");
                 if let Err(msg) = crate::proxy::UpstreamUrl::parse(&t.base_url) {
@@ -274,7 +326,8 @@ impl Config {
                     return Err(invalid(format!("{at}.model"), "must not be empty".into()));
                 }
                 if let Some(var) = &t.api_key_env {
-                    check_env_var(var).map_err(|msg| invalid(format!("{at}.api_key_env"), msg))?;
+                    check_upstream_key(var, t.provider)
+                        .map_err(|msg| invalid(format!("{at}.api_key_env"), msg))?;
                 }
             }
         }
@@ -328,20 +381,47 @@ impl ApiKey {
     pub fn secret(&self) -> Option<String> {
         match (&self.key, &self.key_env) {
             (Some(k), _) => Some(k.clone()),
-            (None, Some(var)) => std::env::var(var).ok().filter(|v| !v.is_empty()),
+            (None, Some(var)) => env_secret(var).ok(),
             (None, None) => None,
         }
     }
 }
 
-fn check_env_var(var: &str) -> Result<(), String> {
+/// A secret from an environment variable, without surrounding whitespace: `echo key >
+/// file`-style values end in a newline that is never part of the key.
+pub fn env_secret(var: &str) -> Result<String, String> {
     if var.is_empty() {
         return Err("environment variable name must not be empty".into());
     }
     match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Ok(()),
+        Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
         Ok(_) => Err(format!("environment variable {var} is empty")),
         Err(_) => Err(format!("environment variable {var} is not set")),
+    }
+}
+
+fn check_env_var(var: &str) -> Result<(), String> {
+    env_secret(var).map(|_| ())
+}
+
+/// The upstream key must become a header value; the message never quotes the key.
+fn check_upstream_key(var: &str, provider: Provider) -> Result<(), String> {
+    let key = env_secret(var)?;
+    crate::state::upstream_auth(provider, &key)
+        .map(|_| ())
+        .map_err(|_| {
+            format!("the key in environment variable {var} is not a valid HTTP header value")
+        })
+}
+
+/// `metrics_listen` must not be the main listener's address (port 0 picks two ports).
+pub fn check_listeners(server: &Server) -> Result<(), (&'static str, String)> {
+    match server.metrics_listen {
+        Some(m) if m == server.listen && m.port() != 0 => Err((
+            "server.metrics_listen",
+            format!("{m} is also server.listen; use another address or leave it unset"),
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -18,6 +18,13 @@ pub enum ErrorKind {
     BadGateway,
     GatewayTimeout,
     Internal,
+    /// The request body did not arrive within `server.body_read_timeout_ms`.
+    RequestTimeout,
+    MethodNotAllowed,
+    /// A gateway-wide bound was hit (connections, buffered upstream bytes).
+    Overloaded,
+    UriTooLong,
+    HeadersTooLarge,
 }
 
 impl ErrorKind {
@@ -32,13 +39,23 @@ impl ErrorKind {
             ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
             ErrorKind::GatewayTimeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorKind::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::UriTooLong => StatusCode::URI_TOO_LONG,
+            ErrorKind::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         }
     }
 
     /// Anthropic's `error.type` values.
     const fn anthropic_type(self) -> &'static str {
         match self {
-            ErrorKind::InvalidRequest => "invalid_request_error",
+            ErrorKind::InvalidRequest
+            | ErrorKind::RequestTimeout
+            | ErrorKind::MethodNotAllowed
+            | ErrorKind::UriTooLong
+            | ErrorKind::HeadersTooLarge => "invalid_request_error",
+            ErrorKind::Overloaded => "overloaded_error",
             ErrorKind::Authentication => "authentication_error",
             ErrorKind::Permission => "permission_error",
             ErrorKind::NotFound | ErrorKind::ModelNotFound => "not_found_error",
@@ -62,6 +79,11 @@ impl ErrorKind {
             ErrorKind::BadGateway => ("server_error", Some("bad_gateway")),
             ErrorKind::GatewayTimeout => ("server_error", Some("timeout")),
             ErrorKind::Internal => ("server_error", None),
+            ErrorKind::RequestTimeout => ("invalid_request_error", Some("request_timeout")),
+            ErrorKind::MethodNotAllowed => ("invalid_request_error", Some("method_not_allowed")),
+            ErrorKind::Overloaded => ("server_error", Some("overloaded")),
+            ErrorKind::UriTooLong => ("invalid_request_error", Some("uri_too_long")),
+            ErrorKind::HeadersTooLarge => ("invalid_request_error", Some("headers_too_large")),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod body;
 pub mod cli;
 pub mod completion;
 pub mod config;
+pub mod conn;
 pub mod dialect;
 pub mod error;
 pub mod metrics;

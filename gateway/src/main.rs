@@ -1,11 +1,12 @@
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 
 use gateway::cli::Cli;
-use gateway::config::Config;
-use gateway::server::{self, Listeners};
+use gateway::config::{self, Config};
+use gateway::proxy::client::redact_userinfo;
+use gateway::server::{self, Listeners, Signals};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -24,6 +25,14 @@ fn main() -> ExitCode {
     }
     if let Some(w) = cli.workers {
         config.server.workers = w;
+    }
+    // `--listen` may have made the two listeners one.
+    if let Err((key, msg)) = config::check_listeners(&config.server) {
+        eprintln!(
+            "gateway: invalid config file {}: `{key}`: {msg}",
+            cli.config.display()
+        );
+        return ExitCode::from(2);
     }
     if cli.check_config {
         println!(
@@ -51,22 +60,34 @@ fn main() -> ExitCode {
         }
     };
     let result = rt.block_on(async {
+        // Everything that can fail on the config runs before anything listens.
+        let prepared = server::prepare(&config)?;
+        let signals = Signals::install()?;
         let listeners = Listeners::bind(&config).await?;
         print_summary(&config, &listeners, workers);
-        server::run(&config, listeners, server::shutdown_signal()).await
+        server::run(&config, prepared, listeners, &signals).await
     });
     // Dropping the runtime ends connection tasks the grace period left behind, and with
     // them the last access-log senders; then the writer flushes and `main` returns, which
     // is when an instrumented build writes its profile.
     rt.shutdown_timeout(Duration::from_secs(1));
     match result {
-        Ok(writer) => {
-            writer.finish();
+        Ok(stopped) => {
+            // At least a moment to flush even when the drain used the whole grace.
+            let deadline = stopped
+                .deadline
+                .max(Instant::now() + Duration::from_millis(500));
+            let lost = stopped.writer.finish(deadline);
+            if lost > 0 {
+                eprintln!(
+                    "gateway: access log: the sink did not take {lost} line(s) before the grace period ended; dropped"
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("gateway: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -101,7 +122,10 @@ fn print_summary(config: &Config, listeners: &Listeners, workers: usize) {
         let targets: Vec<String> = m
             .targets
             .iter()
-            .map(|t| format!("{:?} {} ({})", t.provider, t.base_url, t.model))
+            .map(|t| {
+                let url = redact_userinfo(&t.base_url);
+                format!("{:?} {url} ({})", t.provider, t.model)
+            })
             .collect();
         eprintln!("  model {}: {}", m.name, targets.join(" -> "));
     }

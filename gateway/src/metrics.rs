@@ -119,6 +119,43 @@ pub struct ModelSlot {
     pub failovers: AtomicU64,
     pub upstream_connect_errors: AtomicU64,
     pub upstream_timeouts: AtomicU64,
+    pub upstream_protocol_errors: AtomicU64,
+    pub upstream_read_errors: AtomicU64,
+    pub upstream_5xx: AtomicU64,
+}
+
+/// Kinds of failed upstream attempts (`gateway_upstream_errors_total{kind}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamErrorKind {
+    /// TCP/TLS connect failed.
+    Connect,
+    /// Connect, first byte or idle timeout.
+    Timeout,
+    /// The upstream's answer was not HTTP (a malformed head).
+    Protocol,
+    /// The connection broke after it was made: reset, closed early, a cut body or stream.
+    Read,
+    /// The upstream answered 5xx.
+    Http5xx,
+}
+
+impl ModelSlot {
+    pub fn upstream_error(&self, kind: UpstreamErrorKind) {
+        let c = match kind {
+            UpstreamErrorKind::Connect => &self.upstream_connect_errors,
+            UpstreamErrorKind::Timeout => &self.upstream_timeouts,
+            UpstreamErrorKind::Protocol => &self.upstream_protocol_errors,
+            UpstreamErrorKind::Read => &self.upstream_read_errors,
+            UpstreamErrorKind::Http5xx => &self.upstream_5xx,
+        };
+        c.fetch_add(1, Relaxed);
+    }
+
+    /// Adds reported tokens, saturating: an upstream's absurd usage must not wrap a
+    /// counter (Prometheus reads a decrease as a reset).
+    pub fn add_tokens(counter: &AtomicU64, n: u64) {
+        let _ = counter.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_add(n)));
+    }
 }
 
 pub struct Metrics {
@@ -129,6 +166,8 @@ pub struct Metrics {
     model_slots: Vec<ModelSlot>,
     pub in_flight: AtomicI64,
     pub access_log_dropped: AtomicU64,
+    pub open_connections: AtomicI64,
+    pub connections_rejected: AtomicU64,
 }
 
 impl Metrics {
@@ -142,6 +181,8 @@ impl Metrics {
             models,
             in_flight: AtomicI64::new(0),
             access_log_dropped: AtomicU64::new(0),
+            open_connections: AtomicI64::new(0),
+            connections_rejected: AtomicU64::new(0),
         }
     }
 
@@ -216,7 +257,7 @@ impl Metrics {
             }
         }
         type Counter = fn(&ModelSlot) -> &AtomicU64;
-        let counters: [(&str, &str, &str, Counter); 7] = [
+        let counters: [(&str, &str, &str, Counter); 10] = [
             (
                 "gateway_tokens_total",
                 "Tokens reported by upstreams.",
@@ -253,6 +294,21 @@ impl Metrics {
                 "kind=\"timeout\"",
                 |m| &m.upstream_timeouts,
             ),
+            (
+                "gateway_upstream_errors_total",
+                "",
+                "kind=\"protocol\"",
+                |m| &m.upstream_protocol_errors,
+            ),
+            ("gateway_upstream_errors_total", "", "kind=\"read\"", |m| {
+                &m.upstream_read_errors
+            }),
+            (
+                "gateway_upstream_errors_total",
+                "",
+                "kind=\"http_5xx\"",
+                |m| &m.upstream_5xx,
+            ),
         ];
         for (name, help, extra, get) in counters {
             if !help.is_empty() {
@@ -277,6 +333,16 @@ impl Metrics {
             out,
             "# HELP gateway_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n# TYPE gateway_access_log_dropped_total counter\ngateway_access_log_dropped_total {}",
             self.access_log_dropped.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_open_connections Client connections open now.\n# TYPE gateway_open_connections gauge\ngateway_open_connections {}",
+            self.open_connections.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_connections_rejected_total Client connections refused at server.max_connections.\n# TYPE gateway_connections_rejected_total counter\ngateway_connections_rejected_total {}",
+            self.connections_rejected.load(Relaxed)
         );
         out
     }

@@ -11,6 +11,14 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::RateLimit;
 
+/// The deepest a token bucket can go into debt, in minutes of refill. Usage comes from the
+/// upstream: an absurd report (1.8e19 tokens) must lock a key out for a bounded time, not
+/// for ever, and must keep every figure finite.
+const MAX_DEBT_MINUTES: f64 = 60.0;
+
+/// The longest wait ever reported (`Retry-After`, `x-ratelimit-reset-*`).
+const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+
 #[derive(Debug)]
 struct Bucket {
     capacity: f64,
@@ -35,9 +43,16 @@ impl Bucket {
         self.last = now;
     }
 
-    /// Time until the bucket holds `need` tokens.
+    /// Time until the bucket holds `need` tokens (bounded, never a panic on odd floats).
     fn wait_for(&self, need: f64) -> Duration {
-        Duration::from_secs_f64(((need - self.tokens) / self.per_sec).max(0.0))
+        let secs = ((need - self.tokens) / self.per_sec).max(0.0);
+        Duration::try_from_secs_f64(secs).map_or(MAX_WAIT, |d| d.min(MAX_WAIT))
+    }
+
+    /// Takes `n` tokens, going at most [`MAX_DEBT_MINUTES`] of refill into debt.
+    fn charge(&mut self, n: u64) {
+        let floor = -self.capacity * MAX_DEBT_MINUTES;
+        self.tokens = (self.tokens - n as f64).max(floor);
     }
 
     /// Time until the bucket is full again (the `reset` headers).
@@ -136,7 +151,7 @@ impl Limiter {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(b) = &mut s.tokens {
             b.refill(Instant::now());
-            b.tokens -= tokens as f64;
+            b.charge(tokens);
         }
     }
 
@@ -229,6 +244,28 @@ mod tests {
         assert!(h.contains_key("retry-after"));
         // 10 tokens/s: the debt (~400, minus refill since t0) takes ~40 s.
         assert!(l.admit_at(t0 + Duration::from_secs(45)).is_ok());
+    }
+
+    #[test]
+    fn absurd_charges_stay_finite_and_bounded() {
+        let t0 = Instant::now();
+        let l = Limiter::new_at(rl(None, Some(1000)), t0);
+        l.admit_at(t0).unwrap();
+        l.charge_tokens(u64::MAX);
+        l.charge_tokens(18_000_000_000_000_000_000);
+        for _ in 0..3 {
+            let r = l.admit_at(t0).unwrap_err();
+            assert!(
+                r.retry_after <= Duration::from_secs(3601),
+                "{:?}",
+                r.retry_after
+            );
+            let mut h = HeaderMap::new();
+            r.write_headers(&mut h);
+            assert!(h.contains_key("retry-after"));
+        }
+        // The debt is at most an hour of refill.
+        assert!(l.admit_at(t0 + Duration::from_secs(3602)).is_ok());
     }
 
     #[test]

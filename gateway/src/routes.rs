@@ -11,18 +11,41 @@ use hyper::body::Incoming;
 use crate::auth::AuthOutcome;
 use crate::body::{full, GatewayBody};
 use crate::completion::Completion;
+use crate::conn::ConnState;
 use crate::dialect::Dialect;
 use crate::error::ErrorKind;
 use crate::metrics::{Metrics, Route};
 use crate::proxy;
 use crate::state::Gateway;
 
+/// `Allow` of the read-only routes.
+const GET_HEAD: &str = "GET, HEAD";
+
+fn is_get(req: &Request<Incoming>) -> bool {
+    req.method() == http::Method::GET || req.method() == http::Method::HEAD
+}
+
 /// The main listener's service.
 pub async fn route(
     gw: Arc<Gateway>,
     req: Request<Incoming>,
+    conn: Arc<ConnState>,
 ) -> Result<Response<GatewayBody>, Infallible> {
-    let dialect = match req.uri().path() {
+    let path = req.uri().path();
+    let read_only =
+        matches!(path, "/healthz" | "/v1/models") || (path == "/metrics" && gw.metrics_on_main);
+    if read_only && !is_get(&req) {
+        let id = request_id(&gw, &req);
+        let route = match path {
+            "/healthz" => Route::Health,
+            "/metrics" => Route::Metrics,
+            _ => Route::Models,
+        };
+        let c = Completion::begin(gw, route, id);
+        let msg = format!("{path} requires GET");
+        return Ok(proxy::method_not_allowed(c, Dialect::Chat, GET_HEAD, msg));
+    }
+    let dialect = match path {
         "/v1/chat/completions" => Dialect::Chat,
         "/v1/messages" => Dialect::Messages,
         "/v1/responses" => Dialect::Responses,
@@ -42,7 +65,9 @@ pub async fn route(
         Dialect::Responses => Route::Responses,
     };
     let id = request_id(&gw, &req);
-    Ok(proxy::handle(Completion::begin(gw, route, id), dialect, req).await)
+    let mut c = Completion::begin(gw, route, id);
+    c.conn = Some(conn);
+    Ok(proxy::handle(c, dialect, req).await)
 }
 
 /// The separate metrics listener's service (`server.metrics_listen`).
@@ -51,6 +76,13 @@ pub async fn metrics_only(
     req: Request<Incoming>,
 ) -> Result<Response<GatewayBody>, Infallible> {
     Ok(match req.uri().path() {
+        "/metrics" | "/healthz" if !is_get(&req) => {
+            let mut r = Response::new(full(Bytes::from_static(b"method not allowed\n")));
+            *r.status_mut() = http::StatusCode::METHOD_NOT_ALLOWED;
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(GET_HEAD));
+            r
+        }
         "/metrics" => metrics(&m),
         "/healthz" => health(&m),
         _ => {
@@ -84,14 +116,6 @@ fn metrics(m: &Metrics) -> Response<GatewayBody> {
 fn models(gw: Arc<Gateway>, req: &Request<Incoming>) -> Response<GatewayBody> {
     let id = request_id(&gw, req);
     let mut c = Completion::begin(gw.clone(), Route::Models, id);
-    if req.method() != http::Method::GET {
-        return proxy::fail(
-            c,
-            Dialect::Chat,
-            ErrorKind::InvalidRequest,
-            "/v1/models requires GET",
-        );
-    }
     let body = match gw.keys.authenticate(req.headers()) {
         AuthOutcome::Open => gw.models_json.clone(),
         AuthOutcome::Key(i, k) => {

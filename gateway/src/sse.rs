@@ -56,6 +56,12 @@ impl SseParser {
         }
     }
 
+    /// Whether the bytes fed so far stop inside an event (a partial line, or data lines
+    /// without their blank-line terminator): a stream that ends here was cut.
+    pub fn is_mid_event(&self) -> bool {
+        !self.partial.is_empty() || self.has_data || self.oversized
+    }
+
     fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
@@ -154,6 +160,18 @@ mod tests {
     #[test]
     fn incomplete_event_is_not_emitted() {
         assert!(collect(&[b"data: {\"x\":1}\n"]).is_empty());
+    }
+
+    #[test]
+    fn mid_event_is_detected() {
+        let mut p = SseParser::new();
+        p.feed(b"data: a\n\n", |_| {});
+        assert!(!p.is_mid_event());
+        p.feed(b"data: {\"ch", |_| {});
+        assert!(p.is_mid_event());
+        let mut p = SseParser::new();
+        p.feed(b"data: a\n", |_| {});
+        assert!(p.is_mid_event());
     }
 
     #[test]

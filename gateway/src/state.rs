@@ -1,7 +1,7 @@
 //! The compiled gateway: everything the hot path needs, built once from the config.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use crate::auth::Keys;
 use crate::config::{Config, Provider};
 use crate::dialect::Dialect;
 use crate::metrics::Metrics;
+use crate::proxy::buffer::BufferBudget;
 use crate::proxy::client::{self, UpstreamClient, UpstreamUrl};
 use crate::ratelimit::Limiter;
 
@@ -23,6 +24,8 @@ pub struct Target {
     pub model_json: Bytes,
     /// The header carrying the upstream key (`authorization` or `x-api-key`), if any.
     pub auth: Option<(HeaderName, HeaderValue)>,
+    /// The upstream key itself, to redact it from upstream error bodies that echo it.
+    pub secret: Option<Arc<[u8]>>,
     pub provider: Provider,
 }
 
@@ -31,11 +34,15 @@ pub struct ModelEntry {
     pub limiter: Option<Limiter>,
     /// Targets able to serve each dialect, in failover order (indexed by `Dialect::index`).
     pub targets: [Vec<Target>; 3],
+    /// Client headers forwarded on top of the fixed allow-list (`forward_headers`).
+    pub forward_headers: Vec<HeaderName>,
 }
 
 pub struct Timeouts {
     pub first_byte: Duration,
     pub idle: Duration,
+    /// Whole request body, from the end of its head.
+    pub body_read: Duration,
 }
 
 pub struct Gateway {
@@ -48,9 +55,36 @@ pub struct Gateway {
     pub access_log: AccessLog,
     pub client: UpstreamClient,
     pub max_body_bytes: usize,
+    /// Largest non-streaming upstream body buffered.
+    pub max_response_body_bytes: usize,
+    /// Non-streaming upstream bytes buffered at once, over all requests.
+    pub buffer_budget: Arc<BufferBudget>,
     pub timeouts: Timeouts,
     pub metrics_on_main: bool,
+    /// Set when the shutdown grace period ran out: streams dropped after that were cut by
+    /// the shutdown, not by their clients.
+    pub grace_over: AtomicBool,
     request_ids: RequestIds,
+}
+
+/// An upstream key that cannot be sent as a header value (control bytes and the like).
+#[derive(Debug, thiserror::Error)]
+#[error("the upstream key is not a valid HTTP header value")]
+pub struct InvalidUpstreamKey;
+
+/// The header carrying an upstream key for `provider`, marked sensitive (never logged by
+/// hyper, kept out of HPACK tables). Fails if the key is not a valid header value.
+pub fn upstream_auth(
+    provider: Provider,
+    key: &str,
+) -> Result<(HeaderName, HeaderValue), InvalidUpstreamKey> {
+    let (name, value) = match provider {
+        Provider::Openai => ("authorization", format!("Bearer {key}")),
+        Provider::Anthropic => ("x-api-key", key.to_owned()),
+    };
+    let mut value = HeaderValue::try_from(value).map_err(|_| InvalidUpstreamKey)?;
+    value.set_sensitive(true);
+    Ok((HeaderName::from_static(name), value))
 }
 
 impl Gateway {
@@ -72,24 +106,18 @@ impl Gateway {
             let mut targets: [Vec<Target>; 3] = Default::default();
             for t in &m.targets {
                 let base = UpstreamUrl::parse(&t.base_url)?;
-                let auth = match &t.api_key_env {
-                    None => None,
+                let (auth, secret) = match &t.api_key_env {
+                    None => (None, None),
                     Some(var) => {
-                        let key = std::env::var(var).map_err(|_| {
-                            format!("model {:?}: environment variable {var} is not set", m.name)
-                        })?;
-                        let (name, value) = match t.provider {
-                            Provider::Openai => ("authorization", format!("Bearer {key}")),
-                            Provider::Anthropic => ("x-api-key", key),
-                        };
-                        let mut value = HeaderValue::try_from(value).map_err(|_| {
+                        let key = crate::config::env_secret(var)
+                            .map_err(|e| format!("model {:?}: {e}", m.name))?;
+                        let auth = upstream_auth(t.provider, &key).map_err(|_| {
                             format!(
                                 "model {:?}: the key in {var} is not a valid header value",
                                 m.name
                             )
                         })?;
-                        value.set_sensitive(true);
-                        Some((HeaderName::from_static(name), value))
+                        (Some(auth), Some(Arc::from(key.into_bytes())))
                     }
                 };
                 let model_json =
@@ -100,6 +128,7 @@ impl Gateway {
                             uri: base.join(d.path()),
                             model_json: model_json.clone(),
                             auth: auth.clone(),
+                            secret: secret.clone(),
                             provider: t.provider,
                         });
                     }
@@ -109,6 +138,11 @@ impl Gateway {
                 name: m.name.as_str().into(),
                 limiter: m.rate_limit.map(Limiter::new),
                 targets,
+                forward_headers: m
+                    .forward_headers
+                    .iter()
+                    .map(|h| crate::proxy::headers::check_extra_forward(h))
+                    .collect::<Result<_, _>>()?,
             });
         }
         let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
@@ -128,11 +162,15 @@ impl Gateway {
             access_log,
             client: client::build(&cfg.upstream)?,
             max_body_bytes: cfg.server.max_body_bytes,
+            max_response_body_bytes: cfg.upstream.max_response_body_bytes,
+            buffer_budget: Arc::new(BufferBudget::new(cfg.upstream.max_buffered_bytes)),
             timeouts: Timeouts {
                 first_byte: Duration::from_millis(cfg.upstream.first_byte_timeout_ms),
                 idle: Duration::from_millis(cfg.upstream.idle_timeout_ms),
+                body_read: Duration::from_millis(cfg.server.body_read_timeout_ms),
             },
             metrics_on_main: cfg.observability.metrics && cfg.server.metrics_listen.is_none(),
+            grace_over: AtomicBool::new(false),
             request_ids: RequestIds::new(),
         })
     }

@@ -16,7 +16,10 @@ pub struct Usage {
 
 impl Usage {
     pub fn total(&self) -> u64 {
-        self.input.unwrap_or(0) + self.output.unwrap_or(0)
+        // Saturating: usage comes from the upstream and may be absurd.
+        self.input
+            .unwrap_or(0)
+            .saturating_add(self.output.unwrap_or(0))
     }
 
     pub fn is_known(&self) -> bool {
@@ -148,6 +151,15 @@ mod tests {
                 output: Some(9)
             })
         );
+    }
+
+    #[test]
+    fn total_saturates() {
+        let u = Usage {
+            input: Some(u64::MAX),
+            output: Some(5),
+        };
+        assert_eq!(u.total(), u64::MAX);
     }
 
     #[test]

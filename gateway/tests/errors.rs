@@ -45,10 +45,12 @@ async fn bad_requests_get_400() {
                 assert_eq!(r.json()["error"]["type"], "invalid_request_error", "{b}");
             }
         }
-        // Wrong method on an API route.
+        // Wrong method on an API route: 405 with `Allow` (hardening_client covers more).
         let mut req = post(path, body(path, model, false));
         req.method = Method::GET;
-        assert_error(path, &gw.send(req).await, 400);
+        let r = gw.send(req).await;
+        assert_error(path, &r, 405);
+        assert_eq!(r.header("allow"), Some("POST"));
     }
     assert_eq!(mock.request_count(), 0);
 }

@@ -24,8 +24,13 @@ pub struct UpstreamUrl {
 }
 
 impl UpstreamUrl {
-    pub fn parse(s: &str) -> Result<UpstreamUrl, String> {
-        let uri: Uri = s.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    pub fn parse(raw: &str) -> Result<UpstreamUrl, String> {
+        // Errors quote the URL without any `user:pass@`, which must never reach a log.
+        let shown = redact_userinfo(raw);
+        let s = shown.as_str();
+        let uri: Uri = raw
+            .parse()
+            .map_err(|e| format!("{s:?} is not a URL: {e}"))?;
         let scheme = uri
             .scheme()
             .cloned()
@@ -37,6 +42,11 @@ impl UpstreamUrl {
             .authority()
             .cloned()
             .ok_or_else(|| format!("{s:?} has no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(format!(
+                "{s:?}: credentials in the URL are not allowed (put the upstream key in api_key_env)"
+            ));
+        }
         if uri.query().is_some() {
             return Err(format!("{s:?}: a base URL cannot have a query"));
         }
@@ -56,6 +66,18 @@ impl UpstreamUrl {
             .path_and_query(format!("{}{path}", self.prefix))
             .build()
             .expect("scheme, authority and path were validated")
+    }
+}
+
+/// `raw` with the userinfo of its authority (`user:pass@`) replaced by `***@`.
+pub fn redact_userinfo(raw: &str) -> String {
+    let start = raw.find("://").map_or(0, |i| i + 3);
+    let end = raw[start..]
+        .find(['/', '?', '#'])
+        .map_or(raw.len(), |i| start + i);
+    match raw[start..end].rfind('@') {
+        Some(at) => format!("{}***{}", &raw[..start], &raw[start + at..]),
+        None => raw.to_owned(),
     }
 }
 
@@ -131,5 +153,14 @@ mod tests {
         assert!(UpstreamUrl::parse("ftp://x").is_err());
         assert!(UpstreamUrl::parse("/just/a/path").is_err());
         assert!(UpstreamUrl::parse("http://x/?a=b").is_err());
+        let e = UpstreamUrl::parse("http://u:hunter2@x:1/p").unwrap_err();
+        assert!(e.contains("credentials") && !e.contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn userinfo_is_redacted() {
+        assert_eq!(redact_userinfo("http://u:p@h:1/x@y"), "http://***@h:1/x@y");
+        assert_eq!(redact_userinfo("http://h/x"), "http://h/x");
+        assert_eq!(redact_userinfo("u:p@h"), "***@h");
     }
 }

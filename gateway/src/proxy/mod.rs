@@ -1,12 +1,15 @@
 //! Proxying an API request: authenticate, read the few fields needed, apply limits, forward
 //! to the model's targets in failover order, and pass the answer back.
 
+pub mod buffer;
 pub mod client;
+mod encoding;
+pub mod headers;
 pub mod request;
 mod stream;
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
@@ -20,26 +23,10 @@ use crate::body::{full, GatewayBody};
 use crate::completion::Completion;
 use crate::dialect::Dialect;
 use crate::error::{ApiError, ErrorKind};
+use crate::metrics::UpstreamErrorKind;
 use crate::state::Target;
+use buffer::{BufferError, BufferedBody};
 use stream::AccountedStream;
-
-/// Largest non-streaming upstream body the gateway buffers (to read its usage).
-const MAX_UPSTREAM_BODY: usize = 64 * 1024 * 1024;
-
-/// Client request headers forwarded upstream. An allow-list: the client's credentials
-/// (`authorization`, `x-api-key`), cookies and hop-by-hop headers never leave the gateway,
-/// and `accept-encoding` stays behind so upstream bodies arrive uncompressed for accounting.
-const FORWARDED: [HeaderName; 9] = [
-    header::CONTENT_TYPE,
-    header::ACCEPT,
-    header::USER_AGENT,
-    HeaderName::from_static("anthropic-version"),
-    HeaderName::from_static("anthropic-beta"),
-    HeaderName::from_static("openai-organization"),
-    HeaderName::from_static("openai-project"),
-    HeaderName::from_static("openai-beta"),
-    HeaderName::from_static("idempotency-key"),
-];
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const X_GATEWAY_REQUEST_ID: HeaderName = HeaderName::from_static("x-gateway-request-id");
@@ -51,6 +38,10 @@ pub async fn handle(
 ) -> Response<GatewayBody> {
     let gw = c.gateway().clone();
     let (parts, body) = req.into_parts();
+    if parts.method != Method::POST {
+        let msg = format!("{} requires POST", dialect.path());
+        return method_not_allowed(c, dialect, "POST", msg);
+    }
 
     let key = match gw.keys.authenticate(&parts.headers) {
         AuthOutcome::Open => None,
@@ -70,18 +61,28 @@ pub async fn handle(
             return fail(c, dialect, ErrorKind::Authentication, "invalid API key")
         }
     };
-    if parts.method != Method::POST {
-        return fail(
-            c,
-            dialect,
-            ErrorKind::InvalidRequest,
-            format!("{} requires POST", dialect.path()),
-        );
-    }
-
-    let body = match read_body(&parts.headers, body, gw.max_body_bytes).await {
+    let body = match read_body(
+        &parts.headers,
+        body,
+        gw.max_body_bytes,
+        gw.timeouts.body_read,
+    )
+    .await
+    {
         Ok(b) => b,
-        Err(e) => return fail(c, dialect, e.kind, e.message),
+        Err(BodyError::ClientGone) => return client_gone(c, dialect),
+        Err(BodyError::Timeout(t)) => {
+            let msg = format!(
+                "the request body did not arrive within {} ms",
+                t.as_millis()
+            );
+            let mut r = fail(c, dialect, ErrorKind::RequestTimeout, msg);
+            // The rest of the body may still come; the connection cannot be reused.
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return r;
+        }
+        Err(e) => return fail(c, dialect, e.kind(), e.to_string()),
     };
     let head = match request::parse_head(&body) {
         Ok(h) => h,
@@ -131,13 +132,15 @@ pub async fn handle(
         }
     }
 
-    forward(c, dialect, &parts.headers, &body, &head, targets).await
+    let extra = &model.forward_headers;
+    forward(c, dialect, &parts.headers, extra, &body, &head, targets).await
 }
 
 async fn forward(
     mut c: Completion,
     dialect: Dialect,
     client_headers: &HeaderMap,
+    extra_headers: &[HeaderName],
     body: &Bytes,
     head: &request::RequestHead<'_>,
     targets: &[Target],
@@ -154,6 +157,7 @@ async fn forward(
         let req = upstream_request(
             target,
             client_headers,
+            extra_headers,
             head.rewrite_model(body, &target.model_json),
             &c.request_id,
         );
@@ -163,26 +167,36 @@ async fn forward(
         {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => {
-                failure = if is_timeout(&e) {
-                    slot.upstream_timeouts.fetch_add(1, Relaxed);
-                    (ErrorKind::GatewayTimeout, "upstream connect timed out")
-                } else {
-                    slot.upstream_connect_errors.fetch_add(1, Relaxed);
-                    (ErrorKind::BadGateway, "upstream connection failed")
+                let kind = classify(&e);
+                slot.upstream_error(kind);
+                failure = match kind {
+                    UpstreamErrorKind::Timeout => {
+                        (ErrorKind::GatewayTimeout, "upstream connect timed out")
+                    }
+                    UpstreamErrorKind::Protocol => {
+                        (ErrorKind::BadGateway, "upstream sent a malformed response")
+                    }
+                    UpstreamErrorKind::Read => {
+                        (ErrorKind::BadGateway, "upstream closed the connection")
+                    }
+                    _ => (ErrorKind::BadGateway, "upstream connection failed"),
                 };
                 continue;
             }
             Err(_) => {
-                slot.upstream_timeouts.fetch_add(1, Relaxed);
+                slot.upstream_error(UpstreamErrorKind::Timeout);
                 failure = (ErrorKind::GatewayTimeout, "upstream did not answer in time");
                 continue;
             }
         };
-        if resp.status().is_server_error() && !last {
-            continue;
+        if resp.status().is_server_error() {
+            slot.upstream_error(UpstreamErrorKind::Http5xx);
+            if !last {
+                continue;
+            }
         }
         c.upstream_ttfb = Some(start.elapsed());
-        return respond(c, dialect, resp).await;
+        return respond(c, dialect, resp, target).await;
     }
     fail(c, dialect, failure.0, failure.1)
 }
@@ -190,6 +204,7 @@ async fn forward(
 fn upstream_request(
     target: &Target,
     client_headers: &HeaderMap,
+    extra_headers: &[HeaderName],
     body: Bytes,
     request_id: &str,
 ) -> Request<Full<Bytes>> {
@@ -197,17 +212,7 @@ fn upstream_request(
     *req.method_mut() = Method::POST;
     *req.uri_mut() = target.uri.clone();
     let h = req.headers_mut();
-    for name in &FORWARDED {
-        for v in client_headers.get_all(name) {
-            h.append(name.clone(), v.clone());
-        }
-    }
-    if !h.contains_key(header::CONTENT_TYPE) {
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-    }
+    headers::forward(h, client_headers, extra_headers);
     if target.provider == crate::config::Provider::Anthropic && !h.contains_key("anthropic-version")
     {
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
@@ -227,6 +232,7 @@ async fn respond(
     mut c: Completion,
     dialect: Dialect,
     resp: Response<Incoming>,
+    target: &Target,
 ) -> Response<GatewayBody> {
     let gw = c.gateway().clone();
     let (parts, upstream_body) = resp.into_parts();
@@ -234,87 +240,76 @@ async fn respond(
     *out.status_mut() = parts.status;
     let h = out.headers_mut();
     for (name, value) in &parts.headers {
-        if passes_back(name) {
+        if headers::passes_back(name) {
             h.append(name.clone(), value.clone());
         }
     }
     set_request_ids(h, &c.request_id);
     c.status = parts.status.as_u16();
+    let gzip = encoding::is_gzip(&parts.headers);
 
-    let is_sse = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if is_sse {
+    if is_sse(&parts.headers) {
         c.stream = true;
         *out.body_mut() = http_body_util::BodyExt::boxed(AccountedStream::new(
             upstream_body,
             c,
             gw.timeouts.idle,
+            gzip,
         ));
         return out;
     }
 
-    match read_upstream(upstream_body, gw.timeouts.idle).await {
-        Ok(bytes) => {
+    match buffer::read(
+        upstream_body,
+        gw.timeouts.idle,
+        gw.max_response_body_bytes,
+        &gw.buffer_budget,
+    )
+    .await
+    {
+        Ok((mut bytes, reservation)) => {
             if parts.status.is_success() {
-                c.usage = crate::usage::from_body(&bytes).unwrap_or_default();
+                let usage = if gzip {
+                    encoding::gunzip(&bytes, gw.max_response_body_bytes)
+                        .and_then(|plain| crate::usage::from_body(&plain))
+                } else {
+                    crate::usage::from_body(&bytes)
+                };
+                c.usage = usage.unwrap_or_default();
+            } else if let Some(secret) = &target.secret {
+                bytes = buffer::redact(bytes, secret);
             }
-            *out.body_mut() = full(bytes);
+            *out.body_mut() = BufferedBody::new(bytes, reservation).boxed();
             out
         }
-        Err(kind) => {
-            let msg = match kind {
-                ErrorKind::GatewayTimeout => "upstream body stalled",
-                _ => "upstream body could not be read",
+        Err(e) => {
+            let (kind, upstream) = match e {
+                BufferError::Stalled => {
+                    (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout))
+                }
+                BufferError::Read => (ErrorKind::BadGateway, Some(UpstreamErrorKind::Read)),
+                BufferError::TooLarge => (ErrorKind::BadGateway, None),
+                BufferError::Overloaded => (ErrorKind::Overloaded, None),
             };
-            fail(c, dialect, kind, msg)
-        }
-    }
-}
-
-async fn read_upstream(mut body: Incoming, idle: std::time::Duration) -> Result<Bytes, ErrorKind> {
-    let mut first: Option<Bytes> = None;
-    let mut buf = Vec::new();
-    loop {
-        let frame = match tokio::time::timeout(idle, body.frame()).await {
-            Err(_) => return Err(ErrorKind::GatewayTimeout),
-            Ok(None) => break,
-            Ok(Some(Err(_))) => return Err(ErrorKind::BadGateway),
-            Ok(Some(Ok(f))) => f,
-        };
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        // The common case is one frame: keep it without copying.
-        match first.take() {
-            None if buf.is_empty() => first = Some(data),
-            prev => {
-                if let Some(p) = prev {
-                    buf.extend_from_slice(&p);
-                }
-                buf.extend_from_slice(&data);
-                if buf.len() > MAX_UPSTREAM_BODY {
-                    return Err(ErrorKind::BadGateway);
-                }
+            if let (Some(u), Some(slot)) = (upstream, c.model_slot()) {
+                slot.upstream_error(u);
             }
+            fail(c, dialect, kind, e.to_string())
         }
     }
-    Ok(first.unwrap_or_else(|| Bytes::from(buf)))
 }
 
-fn passes_back(name: &HeaderName) -> bool {
-    let n = name.as_str();
-    n == "content-type"
-        // Only set if an upstream compresses although we never ask it to; the client must
-        // know, or it gets bytes it cannot read.
-        || n == "content-encoding"
-        || n == "retry-after"
-        || n == "request-id"
-        || n == "x-request-id"
-        || n.starts_with("x-ratelimit-")
-        || n.starts_with("anthropic-ratelimit-")
-        || n.starts_with("openai-")
+/// `text/event-stream`, in any case (media types are case-insensitive), parameters allowed.
+fn is_sse(headers: &HeaderMap) -> bool {
+    const SSE: &[u8] = b"text/event-stream";
+    headers.get(header::CONTENT_TYPE).is_some_and(|v| {
+        let v = v.as_bytes().trim_ascii_start();
+        v.len() >= SSE.len()
+            && v[..SSE.len()].eq_ignore_ascii_case(SSE)
+            && v[SSE.len()..]
+                .first()
+                .is_none_or(|&b| b == b';' || b == b' ' || b == b'\t')
+    })
 }
 
 /// `x-gateway-request-id` is always ours; `x-request-id` is the upstream's when it sent one
@@ -328,31 +323,96 @@ pub fn set_request_ids(h: &mut HeaderMap, request_id: &str) {
     }
 }
 
-struct BodyError {
-    kind: ErrorKind,
-    message: String,
+/// Why a client body could not be read.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("request body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("request body did not arrive within {0:?}")]
+    Timeout(Duration),
+    /// The client went away mid-body: nobody is left to answer.
+    #[error("client disconnected")]
+    ClientGone,
+    #[error("request body could not be read (malformed framing)")]
+    Malformed,
 }
 
-async fn read_body(headers: &HeaderMap, body: Incoming, max: usize) -> Result<Bytes, BodyError> {
-    let too_large = || BodyError {
-        kind: ErrorKind::TooLarge,
-        message: format!("request body is larger than {max} bytes"),
-    };
+impl BodyError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            BodyError::TooLarge(_) => ErrorKind::TooLarge,
+            BodyError::Timeout(_) => ErrorKind::RequestTimeout,
+            BodyError::ClientGone | BodyError::Malformed => ErrorKind::InvalidRequest,
+        }
+    }
+}
+
+/// Reads the whole body within `max` bytes and `timeout` (for the whole body, so a
+/// trickle is cut as surely as a stall).
+async fn read_body(
+    headers: &HeaderMap,
+    body: Incoming,
+    max: usize,
+    timeout: Duration,
+) -> Result<Bytes, BodyError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
-        return Err(too_large());
+        return Err(BodyError::TooLarge(max));
     }
-    match Limited::new(body, max).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(_) => Err(BodyError {
-            kind: ErrorKind::InvalidRequest,
-            message: "request body could not be read".into(),
-        }),
+    match tokio::time::timeout(timeout, Limited::new(body, max).collect()).await {
+        Err(_) => Err(BodyError::Timeout(timeout)),
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge(max)),
+        Ok(Err(e)) if client_left(&*e) => Err(BodyError::ClientGone),
+        Ok(Err(_)) => Err(BodyError::Malformed),
     }
+}
+
+/// Whether a body read failed because the client went away (the connection ended or was
+/// reset mid-body), rather than because the body's framing was bad.
+fn client_left(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() {
+                return true;
+            }
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            return matches!(
+                io.kind(),
+                K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe
+            );
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// Which upstream failure a client error is: a connect failure, a timeout, a malformed
+/// answer, or a connection that broke after it was made.
+fn classify(e: &hyper_util::client::legacy::Error) -> UpstreamErrorKind {
+    if is_timeout(e) {
+        return UpstreamErrorKind::Timeout;
+    }
+    if e.is_connect() {
+        return UpstreamErrorKind::Connect;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_parse() || h.is_parse_status() || h.is_parse_too_large() {
+                return UpstreamErrorKind::Protocol;
+            }
+            return UpstreamErrorKind::Read;
+        }
+        source = s.source();
+    }
+    UpstreamErrorKind::Read
 }
 
 fn is_timeout(e: &hyper_util::client::legacy::Error) -> bool {
@@ -378,6 +438,30 @@ pub fn fail(
     let err = ApiError::new(kind, message);
     c.status = err.status().as_u16();
     c.error = Some(error_label(kind));
+    let mut resp = err.into_response(dialect.is_anthropic());
+    set_request_ids(resp.headers_mut(), &c.request_id);
+    resp
+}
+
+/// 405 with `Allow`, in the route's dialect.
+pub fn method_not_allowed(
+    c: Completion,
+    dialect: Dialect,
+    allow: &'static str,
+    message: impl Into<String>,
+) -> Response<GatewayBody> {
+    let mut resp = fail(c, dialect, ErrorKind::MethodNotAllowed, message);
+    resp.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    resp
+}
+
+/// The client left mid-body: recorded as nginx's 499. Nobody reads the answer, but should
+/// the client still be there it gets a 400 in its envelope.
+fn client_gone(mut c: Completion, dialect: Dialect) -> Response<GatewayBody> {
+    c.status = 499;
+    c.error = Some("client_disconnected");
+    let err = ApiError::new(ErrorKind::InvalidRequest, "the request body ended early");
     let mut resp = err.into_response(dialect.is_anthropic());
     set_request_ids(resp.headers_mut(), &c.request_id);
     resp
@@ -411,5 +495,10 @@ const fn error_label(kind: ErrorKind) -> &'static str {
         ErrorKind::BadGateway => "bad_gateway",
         ErrorKind::GatewayTimeout => "gateway_timeout",
         ErrorKind::Internal => "internal",
+        ErrorKind::RequestTimeout => "body_read_timeout",
+        ErrorKind::MethodNotAllowed => "method_not_allowed",
+        ErrorKind::Overloaded => "overloaded",
+        ErrorKind::UriTooLong => "uri_too_long",
+        ErrorKind::HeadersTooLarge => "headers_too_large",
     }
 }

@@ -15,13 +15,18 @@ use tokio::time::{Instant, Sleep};
 
 use crate::body::BodyError;
 use crate::completion::Completion;
+use crate::metrics::UpstreamErrorKind;
 use crate::sse::SseParser;
 use crate::usage::StreamUsage;
+
+use super::encoding::GzSide;
 
 pub struct AccountedStream {
     upstream: Incoming,
     parser: SseParser,
     usage: StreamUsage,
+    /// Set when the upstream gzips its stream: usage is read from a decoded copy.
+    gzip: Option<Box<GzSide>>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
@@ -32,18 +37,37 @@ pub struct AccountedStream {
 #[error("upstream stream was idle for longer than {0:?}")]
 struct IdleTimeout(Duration);
 
+#[derive(Debug, thiserror::Error)]
+#[error("upstream stream ended in the middle of an event")]
+struct Truncated;
+
 impl AccountedStream {
-    pub fn new(upstream: Incoming, mut completion: Completion, idle_timeout: Duration) -> Self {
+    pub fn new(
+        upstream: Incoming,
+        mut completion: Completion,
+        idle_timeout: Duration,
+        gzip: bool,
+    ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
         completion.error = Some("client_disconnected");
         AccountedStream {
             upstream,
             parser: SseParser::new(),
             usage: StreamUsage::default(),
+            gzip: gzip.then(Box::default),
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
             completion: Some(completion),
         }
+    }
+
+    /// The upstream broke mid-stream: a 502 in metrics and the log (the client already has
+    /// a 200 head and sees a cut stream), counted as an upstream read error.
+    fn upstream_broke(&mut self) {
+        if let Some(slot) = self.completion.as_ref().and_then(|c| c.model_slot()) {
+            slot.upstream_error(UpstreamErrorKind::Read);
+        }
+        self.end(Some("upstream_read_error"), Some(502));
     }
 
     fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
@@ -78,7 +102,13 @@ impl Body for AccountedStream {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     let usage = &mut this.usage;
-                    this.parser.feed(data, |event| usage.observe(&event));
+                    let parser = &mut this.parser;
+                    match &mut this.gzip {
+                        None => parser.feed(data, |event| usage.observe(&event)),
+                        Some(gz) => gz.feed(data, |plain| {
+                            parser.feed(plain, |event| usage.observe(&event))
+                        }),
+                    }
                 }
                 if this.upstream.is_end_stream() {
                     // A length-delimited body can end with its last data frame: hyper will not
@@ -91,10 +121,16 @@ impl Body for AccountedStream {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
-                this.end(Some("upstream_read_error"), None);
+                this.upstream_broke();
                 Poll::Ready(Some(Err(e.into())))
             }
             Poll::Ready(None) => {
+                if this.gzip.is_none() && this.parser.is_mid_event() {
+                    // A close-delimited body whose upstream died: the end of the
+                    // connection looks clean, the half event says otherwise.
+                    this.upstream_broke();
+                    return Poll::Ready(Some(Err(Box::new(Truncated))));
+                }
                 this.end(None, None);
                 Poll::Ready(None)
             }

@@ -111,6 +111,20 @@ pub struct Gateway {
     stdout: Arc<Mutex<Vec<String>>>,
     stderr: Arc<Mutex<Vec<String>>>,
     config_path: PathBuf,
+    /// With [`StartOpts::stdout_unread`]: the pipe nobody reads, kept open.
+    _held_stdout: Option<std::process::ChildStdout>,
+}
+
+/// How to start a gateway beyond its config.
+#[derive(Default, Clone, Debug)]
+pub struct StartOpts {
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Run under `ulimit -n N`.
+    pub nofile: Option<u32>,
+    /// Keep stdout a pipe that is never read (a stuck log reader).
+    pub stdout_unread: bool,
 }
 
 impl Gateway {
@@ -120,14 +134,37 @@ impl Gateway {
     }
 
     pub async fn start_with_args(config: &str, args: &[&str]) -> Gateway {
+        Self::start_opts(
+            config,
+            StartOpts {
+                args: args.iter().map(|a| a.to_string()).collect(),
+                ..StartOpts::default()
+            },
+        )
+        .await
+    }
+
+    pub async fn start_opts(config: &str, opts: StartOpts) -> Gateway {
         let path = scratch("config.toml");
         std::fs::write(&path, config).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        let mut cmd = match opts.nofile {
+            // `ulimit -n` in a shell that then execs the gateway: same pid, lower fd limit.
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_gateway"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_gateway")),
+        };
+        let mut child = cmd
             .arg("--config")
             .arg(&path)
             .args(["--listen", "127.0.0.1:0", "--workers", "2"])
-            .args(args)
+            .args(&opts.args)
             .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -135,7 +172,12 @@ impl Gateway {
             .expect("spawning the gateway binary");
         let stdout = Arc::new(Mutex::new(Vec::new()));
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        collect_lines(child.stdout.take().unwrap(), stdout.clone());
+        let held_stdout = if opts.stdout_unread {
+            child.stdout.take()
+        } else {
+            collect_lines(child.stdout.take().unwrap(), stdout.clone());
+            None
+        };
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         {
             let err = child.stderr.take().unwrap();
@@ -161,6 +203,7 @@ impl Gateway {
             stdout,
             stderr,
             config_path: path,
+            _held_stdout: held_stdout,
         };
         let first = match first {
             Ok(line) => line,
@@ -757,4 +800,217 @@ pub async fn read_until(s: &mut tokio::net::TcpStream, needle: &[u8]) -> Vec<u8>
         }
     }
     got
+}
+
+/// Reads one HTTP/1.1 request (head and a content-length body) from `s`: the head in lower
+/// case and the body. `None` if the peer leaves first.
+pub async fn read_request(s: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let body_start = loop {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..body_start]).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    while buf.len() < body_start + len {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, buf[body_start..body_start + len].to_vec()))
+}
+
+/// An upstream whose every connection is handed to `handler` after its first request was
+/// read: the test writes whatever bytes (or resets) it wants. Request heads are recorded.
+pub struct FnUpstream {
+    pub addr: SocketAddr,
+    heads: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FnUpstream {
+    pub async fn start<F, Fut>(handler: F) -> FnUpstream
+    where
+        F: Fn(tokio::net::TcpStream, String) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let h = heads.clone();
+        let handler = Arc::new(handler);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    continue;
+                };
+                let h = h.clone();
+                let handler = handler.clone();
+                tokio::spawn(async move {
+                    let Some((head, _body)) = read_request(&mut s).await else {
+                        return;
+                    };
+                    h.lock().unwrap().push(head.clone());
+                    handler(s, head).await;
+                });
+            }
+        });
+        FnUpstream { addr, heads, task }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The request heads received so far, lower-cased.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FnUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A complete HTTP/1.1 response with a content-length body.
+pub fn http_response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\n", body.len());
+    for (n, v) in headers {
+        out.push_str(&format!("{n}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A chat completion body reporting this usage.
+pub fn chat_json(prompt: u64, completion: u64) -> String {
+    format!(
+        r#"{{"id":"chatcmpl-1","object":"chat.completion","created":0,"model":"up-gpt","choices":[{{"index":0,"message":{{"role":"assistant","content":"hi"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":{prompt},"completion_tokens":{completion},"total_tokens":0}}}}"#
+    )
+}
+
+/// One HTTP/1.1 chunk of `data`.
+pub fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// A raw answer: status, head (lower case) and body (up to the end of the connection or
+/// the content-length).
+#[derive(Debug)]
+pub struct RawReply {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl RawReply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?} / {}",
+                String::from_utf8_lossy(&self.body),
+                self.head
+            )
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            (n.trim() == name).then(|| v.trim())
+        })
+    }
+}
+
+/// Reads one response from `s` within `limit`: `None` if nothing complete came.
+pub async fn read_raw_reply(s: &mut tokio::net::TcpStream, limit: Duration) -> Option<RawReply> {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let done = buf.windows(4).position(|w| w == b"\r\n\r\n").and_then(|i| {
+            let head = String::from_utf8_lossy(&buf[..i + 4]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())?;
+            (buf.len() >= i + 4 + len).then_some((head, i + 4, len))
+        });
+        if let Some((head, start, len)) = done {
+            let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+            return Some(RawReply {
+                status,
+                head,
+                body: buf[start..start + len].to_vec(),
+            });
+        }
+        match tokio::time::timeout_at(deadline, s.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return None,
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Writes `bytes` on a new connection (ignoring a peer that closes early) and reads one
+/// response.
+pub async fn raw_exchange(addr: SocketAddr, bytes: &[u8]) -> Option<RawReply> {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _ = s.write_all(bytes).await;
+    read_raw_reply(&mut s, PATIENCE).await
+}
+
+/// Asserts a raw reply carries the route's envelope (Anthropic's when `anthropic`).
+pub fn assert_raw_envelope(r: &RawReply, status: u16, anthropic: bool) {
+    assert_eq!(
+        r.status,
+        status,
+        "{} {:?}",
+        r.head,
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json"),
+        "{}",
+        r.head
+    );
+    let v = r.json();
+    if anthropic {
+        assert_eq!(v["type"], "error", "{v}");
+        assert!(v["error"]["type"].is_string(), "{v}");
+    } else {
+        assert!(v["error"]["message"].is_string(), "{v}");
+        assert!(v.get("type").is_none(), "{v}");
+    }
+}
+
+/// The value of `series`, 0 when absent.
+pub fn metric_or_zero(text: &str, series: &str) -> f64 {
+    metric(text, series).unwrap_or(0.0)
+}
+
+pub fn upstream_errors(model: &str, kind: &str) -> String {
+    format!("gateway_upstream_errors_total{{model=\"{model}\",kind=\"{kind}\"}}")
 }

@@ -14,6 +14,7 @@ use super::launch::{self, parse_cpus};
 use super::load::{self, LoadOptions};
 use super::report;
 use super::rss::{self, RssOptions};
+use super::soak::{self, SoakOptions};
 use super::{check_variants, Variant};
 use crate::shapes;
 
@@ -41,6 +42,10 @@ enum BenchCommand {
     Rss(RssArgs),
     /// Keep-alive load check: exits non-zero if any request fails.
     Load(LoadArgs),
+    /// Soak and fault run: normal traffic mixed with stalled uploads, non-reading clients,
+    /// upstream resets and a slow upstream, then SIGTERM; exits non-zero on any failed
+    /// normal request, RSS or fds not back to baseline, or no exit 0 within the grace.
+    Soak(SoakArgs),
     /// Writes BENCHMARKS.md from a results directory.
     Report(ReportArgs),
 }
@@ -208,6 +213,20 @@ struct LoadArgs {
 }
 
 #[derive(Args, Debug)]
+struct SoakArgs {
+    #[arg(long)]
+    gateway: PathBuf,
+    /// Length of the mixed phase, in seconds.
+    #[arg(long, default_value_t = 90)]
+    duration_s: u64,
+    /// Concurrent normal clients.
+    #[arg(long, default_value_t = 4)]
+    clients: usize,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
 struct ReportArgs {
     /// The results directory written by scripts/benchmarks.sh.
     #[arg(long)]
@@ -223,6 +242,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::Holdout(a)) => run_holdout(a),
         Some(BenchCommand::Rss(a)) => run_rss(a),
         Some(BenchCommand::Load(a)) => run_load(a),
+        Some(BenchCommand::Soak(a)) => run_soak(a),
         Some(BenchCommand::Report(a)) => {
             let doc = report::document(&a.results)?;
             std::fs::write(&a.out, doc)?;
@@ -405,6 +425,22 @@ fn run_load(a: LoadArgs) -> Result<(), Error> {
             r.failed, r.requests
         )
         .into());
+    }
+    Ok(())
+}
+
+fn run_soak(a: SoakArgs) -> Result<(), Error> {
+    let opts = SoakOptions {
+        gateway: a.gateway,
+        duration: Duration::from_secs(a.duration_s),
+        normal_clients: a.clients,
+        work_dir: work_dir(&a.common, "soak"),
+    };
+    let r = runtime(2)?.block_on(soak::run(&opts))?;
+    emit(&a.common, &r, &soak::markdown(&r))?;
+    let problems = r.problems();
+    if !problems.is_empty() {
+        return Err(format!("soak FAILED: {}", problems.join("; ")).into());
     }
     Ok(())
 }

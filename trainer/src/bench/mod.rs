@@ -1,6 +1,6 @@
 //! Benchmarks and gates: anchored A/B throughput (`ab`), callgrind instruction counts
 //! (`callgrind`), the holdout gate (`holdout`), idle RSS (`rss`), a keep-alive load check
-//! (`load`) and the markdown report (`report`). `stats` holds the pure statistics.
+//! (`load`), the soak and fault run (`soak`) and the markdown report (`report`). `stats` holds the pure statistics.
 //!
 //! Every run starts its own mock upstream on its own runtime and its gateways on 127.0.0.1
 //! ephemeral ports, so it works in a sandbox and next to other runs.
@@ -12,6 +12,7 @@ pub mod launch;
 pub mod load;
 pub mod report;
 pub mod rss;
+pub mod soak;
 pub mod stats;
 pub mod upstream;
 

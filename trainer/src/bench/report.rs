@@ -10,6 +10,7 @@ use super::callgrind::CallgrindReport;
 use super::holdout::GateResult;
 use super::load::LoadReport;
 use super::rss::RssReport;
+use super::soak::{self, SoakReport};
 use super::stats::Verdict;
 
 /// The files of a results directory.
@@ -21,6 +22,7 @@ pub const AB: &str = "ab.json";
 pub const AB_HOLDOUT: &str = "ab-holdout.json";
 pub const RSS: &str = "rss.json";
 pub const LOAD: &str = "load.json";
+pub const SOAK: &str = "soak.json";
 pub const BUILD_TIMES: &str = "build-times.tsv";
 /// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.
 pub const TOP: &str = "callgrind-top.txt";
@@ -351,6 +353,15 @@ fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<O
 
 const NOT_MEASURED: &str = "_Not measured in this run._\n";
 
+const SOAK_INTRO: &str = "`trainer bench soak` (`scripts/soak.sh`, CI's bench tier): normal \
+clients (chat buffered, messages and responses streamed, 1 in 10 to an upstream with a 1.5 s \
+first byte) mixed with 4 stalled uploaders (1 MiB declared, 256 KiB sent), 2 clients that stop \
+reading a multi-megabyte stream, and an upstream that resets mid-stream; gateway limits \
+`body_read_timeout_ms` and `client_write_timeout_ms` 2000, grace 10 s. Passes only with 0 failed \
+normal requests, every stalled upload answered 408, every non-reading client cut, fds within 8 \
+and RSS within 24 MiB of the warmed-up baseline afterwards, and SIGTERM (4 slow requests and 4 \
+stalled uploads in flight) answering every request and exiting 0 within the grace.\n\n";
+
 /// BENCHMARKS.md from a results directory.
 pub fn document(dir: &Path) -> Result<String, String> {
     let mut s = String::from("# Benchmarks\n\n");
@@ -439,6 +450,15 @@ pub fn document(dir: &Path) -> Result<String, String> {
         Some(r) => s.push_str(&load_markdown(&r)),
         None => s.push_str(NOT_MEASURED),
     }
+
+    s.push_str("\n## Soak and faults (plain build; the run fails on any check)\n\n");
+    match read_json::<SoakReport>(dir, SOAK)? {
+        Some(r) => {
+            s.push_str(SOAK_INTRO);
+            s.push_str(&soak::markdown(&r));
+        }
+        None => s.push_str(NOT_MEASURED),
+    }
     Ok(s)
 }
 
@@ -474,7 +494,7 @@ mod tests {
         std::fs::write(d.join(META), "date: 2026-01-01\ncommit: abc\n").unwrap();
         let doc = document(&d).unwrap();
         assert!(doc.contains("- date: `2026-01-01`"));
-        assert_eq!(doc.matches("Not measured in this run").count(), 7);
+        assert_eq!(doc.matches("Not measured in this run").count(), 8);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

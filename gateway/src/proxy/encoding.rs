@@ -1,0 +1,81 @@
+//! Upstreams that compress although asked for `identity`: the bytes pass through to the
+//! client unchanged (with their `content-encoding`), and a decoded copy is read on the side
+//! for usage. Only gzip is decoded; other encodings go uncounted.
+
+use std::io::{Read, Write};
+
+use http::{header, HeaderMap};
+
+/// Whether `headers` say the body is gzip-encoded.
+pub fn is_gzip(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_ENCODING).is_some_and(|v| {
+        let v = v.as_bytes().trim_ascii();
+        v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip")
+    })
+}
+
+/// A whole gzip body decoded, at most `max` bytes (a gzip bomb is cut, not inflated).
+pub fn gunzip(body: &[u8], max: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(body)
+        .take(max as u64)
+        .read_to_end(&mut out)
+        .ok()?;
+    Some(out)
+}
+
+/// Incremental gzip decoding of a stream, for accounting only.
+pub struct GzSide {
+    decoder: Option<flate2::write::GzDecoder<Vec<u8>>>,
+}
+
+impl GzSide {
+    pub fn new() -> GzSide {
+        GzSide {
+            decoder: Some(flate2::write::GzDecoder::new(Vec::new())),
+        }
+    }
+
+    /// Feeds compressed bytes; calls `out` with what they decode to. After a decoding
+    /// error the rest of the stream is not decoded (and so not counted).
+    pub fn feed(&mut self, chunk: &[u8], out: impl FnOnce(&[u8])) {
+        let Some(d) = &mut self.decoder else { return };
+        if d.write_all(chunk).is_err() {
+            self.decoder = None;
+            return;
+        }
+        let buf = d.get_mut();
+        out(buf);
+        buf.clear();
+    }
+}
+
+impl Default for GzSide {
+    fn default() -> Self {
+        GzSide::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn whole_and_incremental() {
+        let z = gz(b"hello world, hello world");
+        assert_eq!(gunzip(&z, 1 << 20).unwrap(), b"hello world, hello world");
+        assert_eq!(gunzip(&z, 5).unwrap(), b"hello");
+        let mut side = GzSide::new();
+        let mut got = Vec::new();
+        for c in z.chunks(3) {
+            side.feed(c, |d| got.extend_from_slice(d));
+        }
+        assert_eq!(got, b"hello world, hello world");
+    }
+}

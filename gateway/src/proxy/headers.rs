@@ -1,0 +1,144 @@
+//! Which headers cross the gateway, in each direction.
+//!
+//! Both directions are allow-lists. Towards the upstream only headers that cannot change
+//! who pays or what is billed: the operator's key is injected, so a client header such as
+//! `OpenAI-Organization` or `OpenAI-Project` would aim that key at another account. A model
+//! may allow more (`forward_headers`). Towards the client only the body's type and
+//! encoding, request ids and rate-limit headers come back; an upstream's account headers
+//! (`openai-organization`, `openai-project`, ...) stay behind.
+
+use http::{header, HeaderMap, HeaderName, HeaderValue};
+
+/// Client request headers always forwarded. `content-type` is not among them: the body was
+/// parsed as JSON, so the gateway sends `application/json` whatever the client claimed.
+pub const FORWARDED: [HeaderName; 4] = [
+    header::ACCEPT,
+    header::USER_AGENT,
+    HeaderName::from_static("anthropic-version"),
+    HeaderName::from_static("anthropic-beta"),
+];
+
+/// Headers `forward_headers` may never name: credentials, framing, hop-by-hop and the
+/// headers the gateway sets itself.
+const NEVER_FORWARDED: [&str; 20] = [
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+    "cookie",
+    "host",
+    "content-length",
+    "content-type",
+    "content-encoding",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "accept-encoding",
+    "x-request-id",
+    "x-gateway-request-id",
+];
+
+/// Validates one `forward_headers` entry (config time).
+pub fn check_extra_forward(name: &str) -> Result<HeaderName, String> {
+    let h = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("{name:?} is not a header name"))?;
+    if NEVER_FORWARDED.contains(&h.as_str()) {
+        return Err(format!(
+            "{name:?} cannot be forwarded (credentials, framing and gateway-set headers never are)"
+        ));
+    }
+    Ok(h)
+}
+
+/// Copies the allowed client headers into the upstream request.
+pub fn forward(out: &mut HeaderMap, client: &HeaderMap, extra: &[HeaderName]) {
+    for name in FORWARDED.iter().chain(extra) {
+        for v in client.get_all(name) {
+            out.append(name.clone(), v.clone());
+        }
+    }
+    out.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    // Ask for plain bytes: usage is read from the body.
+    out.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+}
+
+/// Whether an upstream response header is passed back to the client.
+pub fn passes_back(name: &HeaderName) -> bool {
+    let n = name.as_str();
+    n == "content-type"
+        // Only set if an upstream compresses although asked not to; the client must know,
+        // or it gets bytes it cannot read.
+        || n == "content-encoding"
+        || n == "retry-after"
+        || n == "request-id"
+        || n == "x-request-id"
+        || n.starts_with("x-ratelimit-")
+        || n.starts_with("anthropic-ratelimit-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn billing_headers_never_forward() {
+        let mut client = HeaderMap::new();
+        for (n, v) in [
+            ("openai-organization", "org"),
+            ("openai-project", "p"),
+            ("idempotency-key", "k"),
+            ("content-type", "text/plain"),
+            ("anthropic-beta", "b"),
+        ] {
+            client.insert(HeaderName::from_static(n), HeaderValue::from_static(v));
+        }
+        let mut out = HeaderMap::new();
+        forward(&mut out, &client, &[]);
+        assert!(out.get("openai-organization").is_none());
+        assert!(out.get("openai-project").is_none());
+        assert!(out.get("idempotency-key").is_none());
+        assert_eq!(out["content-type"], "application/json");
+        assert_eq!(out["anthropic-beta"], "b");
+        let extra = [check_extra_forward("Idempotency-Key").unwrap()];
+        let mut out = HeaderMap::new();
+        forward(&mut out, &client, &extra);
+        assert_eq!(out["idempotency-key"], "k");
+    }
+
+    #[test]
+    fn credentials_cannot_be_allowed() {
+        for n in ["Authorization", "x-api-key", "cookie", "host", "bad name"] {
+            assert!(check_extra_forward(n).is_err(), "{n}");
+        }
+    }
+
+    #[test]
+    fn only_ids_and_limits_come_back() {
+        for n in [
+            "x-request-id",
+            "x-ratelimit-limit-tokens",
+            "anthropic-ratelimit-x",
+        ] {
+            assert!(passes_back(&HeaderName::from_static(n)), "{n}");
+        }
+        for n in [
+            "openai-organization",
+            "openai-project",
+            "set-cookie",
+            "server",
+        ] {
+            assert!(!passes_back(&HeaderName::from_static(n)), "{n}");
+        }
+    }
+}

@@ -1,0 +1,504 @@
+//! Flaky and hostile upstreams (issue 13): billing headers, absurd usage, resets and
+//! malformed heads, big buffered bodies, odd content types, gzip and key echoes. Each
+//! upstream is a few lines of raw TCP on loopback.
+
+mod common;
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use common::*;
+use http::StatusCode;
+use http_body_util::BodyExt;
+use tokio::io::AsyncWriteExt;
+
+/// An upstream answering every request with `bytes`, then closing.
+async fn fixed(bytes: Vec<u8>) -> FnUpstream {
+    let bytes = std::sync::Arc::new(bytes);
+    FnUpstream::start(move |mut s, _| {
+        let bytes = bytes.clone();
+        async move {
+            let _ = s.write_all(&bytes).await;
+            let _ = s.shutdown().await;
+        }
+    })
+    .await
+}
+
+fn gpt_on(up: &FnUpstream, extra: &str) -> String {
+    model_with("gpt", extra, &[("openai", &up.base_url())])
+}
+
+// Item 2: headers that pick who pays stay with the client; upstream org/project headers stay
+// with the upstream; the client's content type is not forwarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn billing_headers_cross_in_neither_direction() {
+    let up = fixed(http_response(
+        "200 OK",
+        &[
+            ("content-type", "application/json"),
+            ("openai-organization", "org-upstream"),
+            ("openai-project", "proj-upstream"),
+            ("openai-processing-ms", "3"),
+            ("x-request-id", "req_up_1"),
+            ("x-ratelimit-limit-requests", "100"),
+            ("set-cookie", "a=b"),
+        ],
+        chat_json(3, 4).as_bytes(),
+    ))
+    .await;
+    let gw = Gateway::start(&gpt_on(&up, "")).await;
+    let mut req = post(CHAT, body(CHAT, "gpt", false))
+        .header("openai-organization", "org-attacker")
+        .header("openai-project", "proj-attacker")
+        .header("openai-beta", "assistants=v2")
+        .header("idempotency-key", "k1");
+    req.headers[0].1 = b"text/plain; charset=latin1".to_vec();
+    let r = gw.send(req).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let head = up.heads().pop().unwrap();
+    for name in [
+        "openai-organization",
+        "openai-project",
+        "openai-beta",
+        "idempotency-key",
+        "text/plain",
+    ] {
+        assert!(!head.contains(name), "{name} reached the upstream:\n{head}");
+    }
+    assert!(
+        head.contains("content-type: application/json\r\n"),
+        "{head}"
+    );
+    for name in [
+        "openai-organization",
+        "openai-project",
+        "openai-processing-ms",
+        "set-cookie",
+    ] {
+        assert!(
+            r.header(name).is_none(),
+            "{name} came back: {:?}",
+            r.headers
+        );
+    }
+    assert_eq!(r.header("x-request-id"), Some("req_up_1"));
+    assert_eq!(r.header("x-ratelimit-limit-requests"), Some("100"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+}
+
+// Item 2: a model may allow more client headers (`forward_headers`), never credentials.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_headers_allows_more_per_model() {
+    let up = fixed(http_response(
+        "200 OK",
+        &[("content-type", "application/json")],
+        chat_json(1, 1).as_bytes(),
+    ))
+    .await;
+    let gw = Gateway::start(&gpt_on(&up, "forward_headers = [\"OpenAI-Beta\"]")).await;
+    let r = gw
+        .send(
+            post(CHAT, body(CHAT, "gpt", false))
+                .header("openai-beta", "assistants=v2")
+                .header("openai-organization", "org-x"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let head = up.heads().pop().unwrap();
+    assert!(head.contains("openai-beta: assistants=v2"), "{head}");
+    assert!(!head.contains("openai-organization"), "{head}");
+
+    let path = scratch("fwd.toml");
+    std::fs::write(&path, gpt_on(&up, "forward_headers = [\"authorization\"]")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .arg("--config")
+        .arg(&path)
+        .arg("--check-config")
+        .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("forward_headers"), "{stderr}");
+}
+
+// Item 5: a usage of 1.8e19 tokens on a rate-limited model must not panic the limiter: the
+// next requests get a 429 with a sane Retry-After, not an empty reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn absurd_usage_does_not_break_the_rate_limiter() {
+    let up = fixed(http_response(
+        "200 OK",
+        &[("content-type", "application/json")],
+        chat_json(18_000_000_000_000_000_000, 1).as_bytes(),
+    ))
+    .await;
+    let gw = Gateway::start(&gpt_on(
+        &up,
+        // 10 tokens per minute: 1.8e19 tokens of debt are more seconds than a Duration holds.
+        "rate_limit = { tokens_per_minute = 10 }",
+    ))
+    .await;
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    for _ in 0..3 {
+        let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+        assert_openai_error(&r, 429);
+        // The debt is capped at an hour of refill.
+        let secs: u64 = r.header("retry-after").unwrap().parse().unwrap();
+        assert!((1..=3700).contains(&secs), "{secs}");
+    }
+    let stderr = gw.stderr_lines().join("\n");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+// Item 5: u64::MAX input saturates the total (a wrap would let the next request through),
+// and token counters never go down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_arithmetic_saturates() {
+    let limited = fixed(http_response(
+        "200 OK",
+        &[("content-type", "application/json")],
+        chat_json(u64::MAX, 5).as_bytes(),
+    ))
+    .await;
+    let half = fixed(http_response(
+        "200 OK",
+        &[("content-type", "application/json")],
+        chat_json(1, 1u64 << 63).as_bytes(),
+    ))
+    .await;
+    let config = format!(
+        "{}{}",
+        model_with(
+            "gpt",
+            "rate_limit = { tokens_per_minute = 1000 }",
+            &[("openai", &limited.base_url())]
+        ),
+        model("big", &[("openai", &half.base_url())])
+    );
+    let gw = Gateway::start(&config).await;
+    assert_eq!(
+        gw.send(post(CHAT, body(CHAT, "gpt", false))).await.status,
+        StatusCode::OK
+    );
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+    assert_openai_error(&r, 429);
+    for _ in 0..2 {
+        let r = gw.send(post(CHAT, body(CHAT, "big", false))).await;
+        assert_eq!(r.status, StatusCode::OK);
+    }
+    let text = gw.wait_metric(&tokens_series("big", "input"), 2.0).await;
+    let out = metric(&text, &tokens_series("big", "output")).unwrap();
+    assert!(out >= 1.8e19, "gateway_tokens_total went down: {out}");
+}
+
+/// An SSE head, two events, then `end` (reset or close).
+async fn dying_stream(reset: bool, chunked: bool) -> FnUpstream {
+    FnUpstream::start(move |mut s, _| async move {
+        let ev = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+        let mut out: Vec<u8> = if chunked {
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n".to_vec()
+        } else {
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n".to_vec()
+        };
+        for _ in 0..2 {
+            if chunked {
+                out.extend_from_slice(&chunk(ev));
+            } else {
+                out.extend_from_slice(ev);
+            }
+        }
+        if !chunked {
+            // Half an event: the connection ends mid-event.
+            out.extend_from_slice(b"data: {\"choi");
+        }
+        let _ = s.write_all(&out).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if reset {
+            let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+        }
+        drop(s);
+    })
+    .await
+}
+
+// Item 7: an upstream that resets or dies mid-stream counts as an upstream error (502), not
+// as a 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_dying_mid_stream_is_an_upstream_error() {
+    for (reset, chunked) in [(true, true), (false, false)] {
+        let up = dying_stream(reset, chunked).await;
+        let gw = Gateway::start(&gpt_on(&up, "")).await;
+        let r = gw.send(post(CHAT, body(CHAT, "gpt", true))).await;
+        assert_eq!(r.status, StatusCode::OK);
+        let line = gw
+            .wait_log("for the cut stream", |l| l["route"] == CHAT)
+            .await;
+        assert_eq!(line["status"], 502, "reset={reset}: {line}");
+        assert_eq!(line["error"], "upstream_read_error", "{line}");
+        let text = gw.wait_metric(&upstream_errors("gpt", "read"), 1.0).await;
+        assert_eq!(requests_total(&text, CHAT, "gpt", 200), 0.0, "{text}");
+        assert_eq!(requests_total(&text, CHAT, "gpt", 502), 1.0, "{text}");
+    }
+}
+
+// Item 7: a 5xx that triggers failover is counted, and a malformed upstream head is a
+// protocol error, not a connect error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_5xx_and_malformed_heads_are_counted_by_kind() {
+    let bad = fixed(http_response(
+        "503 Service Unavailable",
+        &[("content-type", "application/json")],
+        b"{}",
+    ))
+    .await;
+    let garbage = fixed(b"HTTP/1.1 twohundred OK\r\n\r\n".to_vec()).await;
+    let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
+    let config = format!(
+        "{}{}",
+        model(
+            "gpt",
+            &[("openai", &bad.base_url()), ("openai", &mock.base_url())]
+        ),
+        model("odd", &[("openai", &garbage.base_url())])
+    );
+    let gw = Gateway::start(&config).await;
+    assert_eq!(
+        gw.send(post(CHAT, body(CHAT, "gpt", false))).await.status,
+        StatusCode::OK
+    );
+    let r = gw.send(post(CHAT, body(CHAT, "odd", false))).await;
+    assert_openai_error(&r, 502);
+    let text = gw
+        .wait_metric(&upstream_errors("gpt", "http_5xx"), 1.0)
+        .await;
+    assert_eq!(
+        metric(&text, "gateway_upstream_failovers_total{model=\"gpt\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&text, &upstream_errors("odd", "protocol")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, &upstream_errors("odd", "connect")),
+        Some(0.0),
+        "{text}"
+    );
+}
+
+// Item 7: a stream cut at the end of the grace period is labelled as such, not as a client
+// disconnect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_cut_by_the_grace_period_is_labelled_shutdown() {
+    let mock = MockUpstream::start(MockConfig {
+        stall_after_events: Some(2),
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let config = format!(
+        "[server]\nshutdown_grace_ms = 300\n{}",
+        two_models(&mock.base_url())
+    );
+    let mut gw = Gateway::start(&config).await;
+    let resp = open(gw.addr, post(CHAT, body(CHAT, "gpt", true)))
+        .await
+        .unwrap();
+    let mut b = resp.into_body();
+    b.frame().await.unwrap().unwrap();
+    gw.sigterm();
+    assert!(gw.wait_exit(PATIENCE).await.success());
+    let line = gw
+        .wait_log("for the cut stream", |l| l["route"] == CHAT)
+        .await;
+    assert_eq!(line["error"], "shutdown_grace_exceeded", "{line}");
+    assert_eq!(line["status"], 503, "{line}");
+}
+
+/// A JSON body of about `size` bytes with usage, written in two halves `gap` apart.
+async fn big_json(size: usize, gap: Duration) -> FnUpstream {
+    let pad = "p".repeat(size);
+    let body = format!(
+        r#"{{"id":"x","pad":"{pad}","usage":{{"prompt_tokens":1,"completion_tokens":1}}}}"#
+    );
+    let bytes = std::sync::Arc::new(http_response(
+        "200 OK",
+        &[("content-type", "application/json")],
+        body.as_bytes(),
+    ));
+    FnUpstream::start(move |mut s, _| {
+        let bytes = bytes.clone();
+        async move {
+            let half = bytes.len() / 2;
+            let _ = s.write_all(&bytes[..half]).await;
+            tokio::time::sleep(gap).await;
+            let _ = s.write_all(&bytes[half..]).await;
+        }
+    })
+    .await
+}
+
+// Item 8: concurrently buffered upstream bytes are bounded (`upstream.max_buffered_bytes`):
+// over the bound, requests get 503 in their envelope, and the budget comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffered_upstream_bytes_are_bounded() {
+    let up = big_json(700 * 1024, Duration::from_millis(800)).await;
+    let config = format!(
+        "[upstream]\nmax_buffered_bytes = 1048576\nmax_response_body_bytes = 1048576\n{}",
+        gpt_on(&up, "")
+    );
+    let gw = Gateway::start(&config).await;
+    let addr = gw.addr;
+    let tasks: Vec<_> = (0..3)
+        .map(|_| {
+            tokio::spawn(async move { send(addr, post(CHAT, body(CHAT, "gpt", false))).await })
+        })
+        .collect();
+    let mut ok = 0;
+    let mut refused = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status.as_u16() {
+            200 => ok += 1,
+            503 => {
+                assert_openai_error(&r, 503);
+                refused += 1;
+            }
+            s => panic!("unexpected {s}"),
+        }
+    }
+    assert!(ok >= 1 && refused >= 1, "ok {ok}, refused {refused}");
+    // The budget is released: one at a time always fits.
+    for _ in 0..3 {
+        let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+        assert_eq!(r.status, StatusCode::OK);
+    }
+    // One body over the per-body limit is a 502.
+    let config = format!(
+        "[upstream]\nmax_response_body_bytes = 100000\n{}",
+        gpt_on(&up, "")
+    );
+    let gw = Gateway::start(&config).await;
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+    assert_openai_error(&r, 502);
+}
+
+// Item 9: `Text/Event-Stream` is still SSE: streamed as it arrives, usage counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_content_type_is_case_insensitive() {
+    let up = FnUpstream::start(|mut s, _| async move {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = s.write_all(head).await;
+        for ev in [
+            "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n".to_owned(),
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}\n\n"
+                .to_owned(),
+            "data: [DONE]\n\n".to_owned(),
+        ] {
+            let _ = s.write_all(&chunk(ev.as_bytes())).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = s.write_all(b"0\r\n\r\n").await;
+    })
+    .await;
+    let gw = Gateway::start(&gpt_on(&up, "")).await;
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", true))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(
+        r.frames >= 2,
+        "buffered instead of streamed: {} frame(s)",
+        r.frames
+    );
+    let line = gw.wait_log("for the stream", |l| l["route"] == CHAT).await;
+    assert_eq!(line["input_tokens"], 7, "{line}");
+    assert_eq!(line["stream"], true, "{line}");
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+// Item 9: an upstream that gzips although never asked keeps its usage counted, buffered or
+// streamed, and the client still gets bytes it can decode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_from_the_upstream_keeps_the_usage() {
+    let json = chat_json(11, 3);
+    let plain = fixed(http_response(
+        "200 OK",
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+        &gzip(json.as_bytes()),
+    ))
+    .await;
+    let stream = FnUpstream::start(|mut s, _| async move {
+        let events = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n\
+                      data: {\"choices\":[],\"usage\":{\"prompt_tokens\":13,\"completion_tokens\":4}}\n\n\
+                      data: [DONE]\n\n";
+        let z = gzip(events.as_bytes());
+        let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = s.write_all(head).await;
+        for part in z.chunks(7) {
+            let _ = s.write_all(&chunk(part)).await;
+        }
+        let _ = s.write_all(b"0\r\n\r\n").await;
+    })
+    .await;
+    let config = format!(
+        "{}{}",
+        model("gpt", &[("openai", &plain.base_url())]),
+        model("gpts", &[("openai", &stream.base_url())])
+    );
+    let gw = Gateway::start(&config).await;
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let mut got = Vec::new();
+    if r.header("content-encoding") == Some("gzip") {
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&r.body[..]), &mut got)
+            .unwrap();
+    } else {
+        got = r.body.to_vec();
+    }
+    assert_eq!(got, json.as_bytes());
+    let r = gw.send(post(CHAT, body(CHAT, "gpts", true))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let text = gw.wait_metric(&tokens_series("gpt", "input"), 11.0).await;
+    assert_eq!(
+        metric(&text, &tokens_series("gpts", "input")),
+        Some(13.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, &tokens_series("gpts", "output")),
+        Some(4.0),
+        "{text}"
+    );
+}
+
+// Item 9: an upstream error body that echoes the upstream key does not reach the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_key_echoed_in_an_error_is_redacted() {
+    let body_text = format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {UPSTREAM_KEY}. Bearer {UPSTREAM_KEY}","type":"invalid_request_error"}}}}"#
+    );
+    let up = fixed(http_response(
+        "401 Unauthorized",
+        &[("content-type", "application/json")],
+        body_text.as_bytes(),
+    ))
+    .await;
+    let gw = Gateway::start(&gpt_on(&up, "")).await;
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let text = String::from_utf8_lossy(&r.body).to_string();
+    assert!(!text.contains(UPSTREAM_KEY), "{text}");
+    assert!(!text.contains("upstream-secret"), "{text}");
+    assert!(r.json()["error"]["message"].is_string(), "{text}");
+}
