@@ -9,7 +9,7 @@
 # scripts/chain-local.sh without Nix.
 #
 # The build-time contract, the same for every builder (crane in production, the crane
-# stand-in in CI: nix/tests/stubs/crane): whatever runs inside a build is a script under
+# stand-in in CI: nix/host/crane): whatever runs inside a build is a script under
 # ./stages, run as a child process, and every input reaches it on its own command line (its
 # arguments or its environment prefix). Never through a variable that a phase assigned: stdenv
 # runs the phases in one bash process, so a later phase's inline shell sees such a variable,

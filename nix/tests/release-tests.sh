@@ -126,7 +126,7 @@ nixf=(
   --option build-users-group ''
   --no-write-lock-file
   --override-input nixpkgs "path:$stubs/nixpkgs"
-  --override-input crane "path:$stubs/crane"
+  --override-input crane "path:$repo/nix/host/crane"
   --override-input fenix "path:$stubs/fenix"
   --override-input fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
 )
