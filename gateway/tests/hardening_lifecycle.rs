@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use http::StatusCode;
-use http_body_util::BodyExt;
 
 // Item 3: with the access log on a pipe nobody reads, SIGTERM still exits within the grace
 // period; the lines that could not be written are dropped and counted.
@@ -55,23 +54,9 @@ async fn blocked_access_log_does_not_hold_shutdown() {
 // Item 4: a second SIGTERM/SIGINT during the drain forces a non-zero exit at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_signal_forces_exit() {
-    let mock = MockUpstream::start(MockConfig {
-        stall_after_events: Some(2),
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
+    let mock = stalling_mock().await;
     for second in ["-TERM", "-INT"] {
-        let config = format!(
-            "[server]\nshutdown_grace_ms = 60000\n{}",
-            two_models(&mock.base_url())
-        );
-        let mut gw = Gateway::start(&config).await;
-        let resp = open(gw.addr, post(CHAT, body(CHAT, "gpt", true)))
-            .await
-            .unwrap();
-        let mut b = resp.into_body();
-        b.frame().await.unwrap().unwrap();
+        let (mut gw, _stream) = gateway_with_stalled_stream(&mock, 60_000).await;
         gw.sigterm();
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(gw.is_running(), "exited before the stalled stream ended");

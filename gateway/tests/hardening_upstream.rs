@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use common::*;
 use http::StatusCode;
-use http_body_util::BodyExt;
 use tokio::io::AsyncWriteExt;
 
 /// An upstream answering every request with `bytes`, then closing.
@@ -294,22 +293,8 @@ async fn failover_5xx_and_malformed_heads_are_counted_by_kind() {
 // disconnect.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_cut_by_the_grace_period_is_labelled_shutdown() {
-    let mock = MockUpstream::start(MockConfig {
-        stall_after_events: Some(2),
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
-    let config = format!(
-        "[server]\nshutdown_grace_ms = 300\n{}",
-        two_models(&mock.base_url())
-    );
-    let mut gw = Gateway::start(&config).await;
-    let resp = open(gw.addr, post(CHAT, body(CHAT, "gpt", true)))
-        .await
-        .unwrap();
-    let mut b = resp.into_body();
-    b.frame().await.unwrap().unwrap();
+    let mock = stalling_mock().await;
+    let (mut gw, _stream) = gateway_with_stalled_stream(&mock, 300).await;
     gw.sigterm();
     assert!(gw.wait_exit(PATIENCE).await.success());
     let line = gw

@@ -119,22 +119,8 @@ async fn sigterm_while_waiting_for_the_upstream_still_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grace_period_ends_a_stalled_stream_and_still_exits_0() {
-    let mock = MockUpstream::start(MockConfig {
-        stall_after_events: Some(2),
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
-    let config = format!(
-        "[server]\nshutdown_grace_ms = 300\n{}",
-        two_models(&mock.base_url())
-    );
-    let mut gw = Gateway::start(&config).await;
-    let resp = open(gw.addr, post(CHAT, body(CHAT, "gpt", true)))
-        .await
-        .unwrap();
-    let mut body = resp.into_body();
-    body.frame().await.unwrap().unwrap();
+    let mock = stalling_mock().await;
+    let (mut gw, mut body) = gateway_with_stalled_stream(&mock, 300).await;
     gw.sigterm();
     let status = gw.wait_exit(PATIENCE).await;
     assert!(status.success(), "exit status {status:?}");

@@ -1014,3 +1014,33 @@ pub fn metric_or_zero(text: &str, series: &str) -> f64 {
 pub fn upstream_errors(model: &str, kind: &str) -> String {
     format!("gateway_upstream_errors_total{{model=\"{model}\",kind=\"{kind}\"}}")
 }
+
+/// A mock upstream whose streams stall after their second event.
+pub async fn stalling_mock() -> MockUpstream {
+    MockUpstream::start(MockConfig {
+        stall_after_events: Some(2),
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// A gateway with `grace_ms` of shutdown grace and one chat stream open through it to
+/// `mock` (a [`stalling_mock`]); its first frame has reached the client. The returned body
+/// keeps the stream open: the shutdown tests cut it.
+pub async fn gateway_with_stalled_stream(
+    mock: &MockUpstream,
+    grace_ms: u64,
+) -> (Gateway, Incoming) {
+    let config = format!(
+        "[server]\nshutdown_grace_ms = {grace_ms}\n{}",
+        two_models(&mock.base_url())
+    );
+    let gw = Gateway::start(&config).await;
+    let resp = open(gw.addr, post(CHAT, body(CHAT, "gpt", true)))
+        .await
+        .unwrap();
+    let mut stream = resp.into_body();
+    stream.frame().await.unwrap().unwrap();
+    (gw, stream)
+}
