@@ -708,33 +708,8 @@ impl RawUpstream {
                 let script = script.clone();
                 let count = count.clone();
                 tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    let body_start = loop {
-                        let Ok(n) = s.read(&mut chunk).await else {
-                            return;
-                        };
-                        if n == 0 {
-                            return;
-                        }
-                        buf.extend_from_slice(&chunk[..n]);
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..body_start]).to_ascii_lowercase();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map_or(0, |v| v.trim().parse().unwrap());
-                    while buf.len() < body_start + len {
-                        let Ok(n) = s.read(&mut chunk).await else {
-                            return;
-                        };
-                        if n == 0 {
-                            return;
-                        }
-                        buf.extend_from_slice(&chunk[..n]);
+                    if read_request(&mut s).await.is_none() {
+                        return;
                     }
                     count.fetch_add(1, Ordering::SeqCst);
                     for (delay, bytes) in script.iter() {
@@ -745,7 +720,7 @@ impl RawUpstream {
                     }
                     if stall {
                         // Until the peer goes away.
-                        let _ = s.read(&mut chunk).await;
+                        let _ = s.read(&mut [0u8; 64]).await;
                     }
                 });
             }
