@@ -62,6 +62,11 @@
 
       lib = {
         inherit mkPgoBoltChain;
+        # A release's published profiles as the chain's inputs: nix/lib/publishedProfiles.nix.
+        publishedProfiles = import ./nix/lib/publishedProfiles.nix;
+        # The gateway's chain for one system, from { profile, boltProfile } instead of
+        # training ({ } = train): `(gatewayChain "x86_64-linux" published).gateway-pgo-bolt`.
+        gatewayChain = system: perSystem.${system}.gatewayChain;
       };
     };
 }

@@ -17,10 +17,13 @@
 # part of any contract.
 #
 # Arguments:
-#   buildWith       { pname, rustflags, cargoTarget, cargoExtraArgs, binName, postInstall }
-#                   -> derivation with bin/<binName>. One cargo release build with one flag
-#                   set, through ./stages/cargo-build.sh; its dependencies must be built with
-#                   the same RUSTFLAGS (they are instrumented and profile-used too).
+#   buildWith       { pname, rustflags, cargoTarget, cargoExtraArgs, binName, postInstall,
+#                   pgoProfile } -> derivation with bin/<binName>. One cargo release build
+#                   with one flag set, through ./stages/cargo-build.sh; its dependencies must
+#                   be built with the same RUSTFLAGS (they are instrumented and profile-used
+#                   too). `pgoProfile` (null or a .profdata file) goes to cargo-build.sh as
+#                   PGO_PROFILE, which stages it at a fixed path inside the build and puts that
+#                   path where RUSTFLAGS say `@pgoProfile@` (deps and binary alike).
 #                   `postInstall` is a function { cargoStderrLog } -> shell snippet, run after
 #                   the binary is in $out/bin: cargoStderrLog is a shell word naming the file
 #                   that holds cargo's stderr, for the snippet to pass on explicitly. A failing
@@ -39,9 +42,13 @@
 #   extraRustflags  flags prepended to every stage's RUSTFLAGS (default "").
 #   boltFlags       llvm-bolt optimization flags (list; never -use-gnu-stack).
 #   maxMissingProfiles  allowed "no profile data available" warnings in workspace crates.
-#   profile         null (train), or a prebuilt profile directory (an earlier gateway-profile
-#                   output, e.g. from a cache) used instead of training; the PGO gate still
+#   profile         null (train), or a profile directory (gateway.profdata + manifest.json:
+#                   an earlier gateway-profile output, or a release's published profile, see
+#                   ./lib/publishedProfiles.nix) used instead of training; the PGO gate still
 #                   refuses it when the source changed since it was trained (tier d).
+#   boltProfile     null (train), or a BOLT profile directory (gateway.fdata + manifest.json)
+#                   used instead of BOLT training; bolt-optimize.sh refuses it unless its
+#                   manifest names the PGO binary being optimized (sha256).
 #   holdoutGate     null, or a function { plain, pgo, pgoBolt, trainer, shapes, runStage }
 #                   -> derivation: the hook for the holdout gate (its own issue); when given
 #                   it becomes checks.holdout.
@@ -67,6 +74,7 @@
   ],
   maxMissingProfiles ? 0,
   profile ? null,
+  boltProfile ? null,
   holdoutGate ? null,
 }:
 let
@@ -77,21 +85,36 @@ let
   shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
 
   build =
-    suffix: rustflags: postInstall:
+    {
+      suffix,
+      rustflags,
+      postInstall ? _: "",
+      pgoProfile ? null,
+    }:
     buildWith {
       pname = if suffix == "" then binName else "${binName}-${suffix}";
       rustflags = flags rustflags;
       cargoTarget = hostTriple;
-      inherit cargoExtraArgs binName postInstall;
+      inherit
+        cargoExtraArgs
+        binName
+        postInstall
+        pgoProfile
+        ;
     };
 
   # Plain release: the baseline of every comparison; same target dir layout as the others.
-  none = _: "";
-  plain = build "" "" none;
+  plain = build {
+    suffix = "";
+    rustflags = "";
+  };
 
   # The embedded default path only matters when LLVM_PROFILE_FILE is unset; the trainer
   # always sets it (one file per process, or all runs merge into default_%m.profraw).
-  instrumented = build "instrumented" "-Cprofile-generate=/tmp/${binName}-pgo" none;
+  instrumented = build {
+    suffix = "instrumented";
+    rustflags = "-Cprofile-generate=/tmp/${binName}-pgo";
+  };
 
   trained = runStage "${binName}-profile" {
     STAGE_COMMON = common;
@@ -102,16 +125,20 @@ let
   } (stage "profile.sh");
   profileDir = if profile == null then trained else profile;
 
-  # --emit-relocs: BOLT reorders functions only in relocation mode. The profile is named by
-  # its store path, so a retrained profile changes RUSTFLAGS and rebuilds every crate (cargo
-  # fingerprints the flag string, not the profile's content).
+  # --emit-relocs: BOLT reorders functions only in relocation mode. `@pgoProfile@`: the
+  # profile is staged at one fixed path inside the build (stages/cargo-build.sh), so RUSTFLAGS
+  # name no store path: a profile from training, a cache or a release gives the same flags,
+  # and the same profile bytes give the same binary whichever derivation supplied them.
   pgoFlags = builtins.concatStringsSep " " [
-    "-Cprofile-use=${profileDir}/gateway.profdata"
+    "-Cprofile-use=@pgoProfile@"
     "-Cllvm-args=-pgo-warn-missing-function"
     "-Clink-args=-Wl,--emit-relocs"
   ];
-  pgo =
-    build "pgo" pgoFlags (
+  pgo = build {
+    suffix = "pgo";
+    rustflags = pgoFlags;
+    pgoProfile = "${profileDir}/gateway.profdata";
+    postInstall =
       { cargoStderrLog }:
       ''
         STAGE_COMMON=${common} \
@@ -123,10 +150,10 @@ let
         LLVM_PROFDATA=${tools.llvmProfdata} \
         MAX_MISSING_PROFILES=${toString maxMissingProfiles} \
         ${stage "pgo-gate.sh"}
-      ''
-    );
+      '';
+  };
 
-  boltProfile = runStage "${binName}-bolt-profile" {
+  trainedBoltProfile = runStage "${binName}-bolt-profile" {
     STAGE_COMMON = common;
     TRAINER = trainer;
     GATEWAY_BIN = "${pgo}/bin/${binName}";
@@ -135,12 +162,14 @@ let
     MERGE_FDATA = tools.mergeFdata;
     SHAPES = shapes;
   } (stage "bolt-profile.sh");
+  boltProfileDir = if boltProfile == null then trainedBoltProfile else boltProfile;
 
   pgoBolt = runStage "${binName}-pgo-bolt" {
     STAGE_COMMON = common;
     GATEWAY_BIN = "${pgo}/bin/${binName}";
     PGO_PROOF = "${pgo}/share/${binName}/pgo-proof.json";
-    FDATA = "${boltProfile}/gateway.fdata";
+    FDATA = "${boltProfileDir}/gateway.fdata";
+    FDATA_MANIFEST = "${boltProfileDir}/manifest.json";
     LLVM_BOLT = tools.llvmBolt;
     READELF = tools.readelf;
     BOLT_FLAGS = builtins.concatStringsSep " " boltFlags;
@@ -152,7 +181,7 @@ let
       STAGE_COMMON = common;
       RESULT = pgoBolt;
       PROFILE_DIR = profileDir;
-      BOLT_PROFILE = boltProfile;
+      BOLT_PROFILE = boltProfileDir;
       READELF = tools.readelf;
       BIN_NAME = binName;
     } "${stage "check-proofs.sh"} && touch $out";
@@ -173,7 +202,7 @@ let
           instrumented
           profileDir
           pgo
-          boltProfile
+          boltProfileDir
           plain
           (builtins.dirOf (builtins.dirOf trainer))
         ]
@@ -203,7 +232,7 @@ in
   "${binName}-instrumented" = instrumented;
   "${binName}-profile" = profileDir;
   "${binName}-pgo" = pgo;
-  "${binName}-bolt-profile" = boltProfile;
+  "${binName}-bolt-profile" = boltProfileDir;
   "${binName}-pgo-bolt" = pgoBolt;
   inherit checks;
 }

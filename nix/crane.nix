@@ -41,6 +41,7 @@ let
       cargoExtraArgs ? "",
       binName,
       postInstall ? _: "",
+      pgoProfile ? null,
       env ? { },
     }:
     let
@@ -55,21 +56,35 @@ let
         }
         // (if cargoTarget == null then { } else { CARGO_BUILD_TARGET = cargoTarget; })
         // env;
+      # The profile, staged by cargo-build.sh at a fixed path (chain.nix's `@pgoProfile@`).
+      pgoProfileArg = if pgoProfile == null then "" else "PGO_PROFILE=${pgoProfile} ";
+      cargoBuild = buildLog: ''
+        CARGO_BUILD_LOG="${buildLog}" CARGO_STDERR_LOG=${cargoStderrLog} ${pgoProfileArg}\
+          STAGE_COMMON=${stage "common.sh"} \
+          bash ${stage "cargo-build.sh"} --release --locked ${cargoExtraArgs}
+      '';
+      # No `cargo check` pass: nothing else reuses a flagged dependency set, and it would
+      # type-check every crate a second time. A profile-use build's dependencies go through
+      # cargo-build.sh too: their RUSTFLAGS name the staged profile, as the binary's do.
+      depsArgs =
+        args
+        // (
+          if pgoProfile == null then
+            { cargoCheckCommand = "true"; }
+          else
+            { buildPhaseCargoCommand = cargoBuild "$(mktemp cargoBuildLogXXXX.json)"; }
+        );
     in
     craneLib.buildPackage (
       args
       // {
-        # No `cargo check` pass: nothing else reuses a flagged dependency set, and it would
-        # type-check every crate a second time.
-        cargoArtifacts = craneLib.buildDepsOnly (args // { cargoCheckCommand = "true"; });
+        cargoArtifacts = craneLib.buildDepsOnly depsArgs;
         # crane's default command through stages/cargo-build.sh, which also keeps cargo's
         # stderr for the PGO gate. `cargoBuildLog` stays a phase variable on purpose: crane's
         # own postBuild hook (installFromCargoBuildLog) reads it in this same shell.
         buildPhaseCargoCommand = ''
           cargoBuildLog=$(mktemp cargoBuildLogXXXX.json)
-          CARGO_BUILD_LOG="$cargoBuildLog" CARGO_STDERR_LOG=${cargoStderrLog} \
-            STAGE_COMMON=${stage "common.sh"} \
-            bash ${stage "cargo-build.sh"} --release --locked ${cargoExtraArgs}
+          ${cargoBuild "$cargoBuildLog"}
         '';
         postInstall = postInstall { inherit cargoStderrLog; };
       }

@@ -24,16 +24,24 @@ let
   };
   trainer = builder.trainer;
 
-  chain = mkPgoBoltChain {
-    inherit pkgs craneLib;
-    src = source.cargo;
-    binName = "gateway";
-    trainCommand = "${trainer}/bin/trainer";
-    trainData = source.shapes;
-    # checks.holdout: PGO and PGO+BOLT must not cost more instructions per request than
-    # plain on the shape that never trained.
-    holdoutGate = import ./checks/holdout.nix { valgrind = "${pkgs.valgrind}/bin/valgrind"; };
-  };
+  # The gateway's chain; `published` = { profile, boltProfile } (lib.publishedProfiles) builds
+  # it from a release's published profiles instead of training (flake.nix lib.gatewayChain).
+  gatewayChain =
+    published:
+    mkPgoBoltChain (
+      {
+        inherit pkgs craneLib;
+        src = source.cargo;
+        binName = "gateway";
+        trainCommand = "${trainer}/bin/trainer";
+        trainData = source.shapes;
+        # checks.holdout: PGO and PGO+BOLT must not cost more instructions per request than
+        # plain on the shape that never trained.
+        holdoutGate = import ./checks/holdout.nix { valgrind = "${pkgs.valgrind}/bin/valgrind"; };
+      }
+      // published
+    );
+  chain = gatewayChain { };
 
   # Release artifacts (tarball, OCI image) and their gate, checks.release: nix/release.
   release = import ./release {
@@ -41,6 +49,8 @@ let
     inherit (builder) runStage;
     inherit (toolchain) readelf;
     gateway = chain.gateway-pgo-bolt;
+    profile = chain.gateway-profile;
+    boltProfile = chain.gateway-bolt-profile;
     root = self;
     rev = self.shortRev or "dirty";
     sourceDateEpoch = self.lastModified or 1;
@@ -107,4 +117,6 @@ in
   };
 
   formatter = pkgs.nixfmt;
+
+  inherit gatewayChain;
 }

@@ -18,6 +18,9 @@
 #   shapes          null: the repo's shapes/; else a path (tier d's empty shapes set)
 #   profile         null: train; else a profile directory (a store path, with context:
 #                   `builtins.storePath`) used instead
+#   boltProfile     null: BOLT-train; else a BOLT profile directory (gateway.fdata +
+#                   manifest.json, a store path with context) used instead
+#                   (scripts/verify-release.sh passes a release's published ones)
 #   profileFrom     null; else another checkout (a path) whose trained profile is used
 #                   (tier d's stale profile). The profile is that checkout's own derivation,
 #                   so the PGO dependency build is the one tier c already built.
@@ -34,6 +37,7 @@
   trainerCommand ? null,
   shapes ? null,
   profile ? null,
+  boltProfile ? null,
   profileFrom ? null,
   craneHooks ? null,
 }@args:
@@ -69,6 +73,7 @@ let
     shapes = if shapes == null then source.shapes else shapes;
     # Debian's valgrind; /usr is bound into the sandbox (scripts/chain-host-env.sh).
     holdoutGate = import ../checks/holdout.nix { valgrind = "/usr/bin/valgrind"; };
+    inherit boltProfile;
     profile =
       if profileFrom == null then
         profile

@@ -17,6 +17,11 @@
 #   boltFlags           llvm-bolt optimization flags (default: nix/chain.nix)
 #   maxMissingProfiles  allowed "no profile data" warnings in workspace crates (default 0)
 #   holdoutGate         null or { plain, pgo, pgoBolt, trainer, shapes, runStage } -> drv
+#   profile             null (train) or a profile directory (gateway.profdata + manifest.json),
+#                       e.g. a release's published one (./publishedProfiles.nix); the PGO gate
+#                       still refuses a profile trained on other source
+#   boltProfile         null (train) or a BOLT profile directory (gateway.fdata +
+#                       manifest.json); refused unless trained on the very PGO binary it gets
 #
 # Returns <binName>, <binName>-instrumented, -profile, -pgo, -bolt-profile, -pgo-bolt and
 # checks.{pgo-proof,closure} (+ checks.holdout when holdoutGate is given).
@@ -33,6 +38,8 @@
   boltFlags ? null,
   maxMissingProfiles ? 0,
   holdoutGate ? null,
+  profile ? null,
+  boltProfile ? null,
 }:
 let
   system = pkgs.stdenv.hostPlatform.system;
@@ -65,6 +72,8 @@ import ../chain.nix (
       extraRustflags
       maxMissingProfiles
       holdoutGate
+      profile
+      boltProfile
       ;
   }
   // (if boltFlags == null then { } else { inherit boltFlags; })

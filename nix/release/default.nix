@@ -7,6 +7,7 @@
 #   pkgs             nixpkgs of the build system (dockerTools, runCommand, jq)
 #   runStage         name -> env -> script -> derivation (the chain builder's)
 #   gateway          the gateway-pgo-bolt derivation
+#   profile          its gateway-profile, boltProfile its gateway-bolt-profile (published)
 #   readelf          absolute path of readelf (nix/toolchain.nix)
 #   root             the repository (`self`): Cargo.toml, LICENSE, gateway.example.toml
 #   system           the Nix system
@@ -18,6 +19,8 @@
   pkgs,
   runStage,
   gateway,
+  profile,
+  boltProfile,
   readelf,
   root,
   system,
@@ -37,6 +40,8 @@ in
       inherit
         runStage
         gateway
+        profile
+        boltProfile
         releaseCheck
         readelf
         license

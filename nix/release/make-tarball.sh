@@ -10,8 +10,18 @@
 # ships is exactly what was checked. The binary is copied byte for byte (never stripped or
 # patched): its sha256 is the bolt-proof's output_sha256.
 #
+# Next to the tarball it publishes the evidence of the two training runs, the only steps of
+# the chain that are not reproducible (README "Verifiable releases"): <name>.profdata and
+# <name>.fdata with their manifests (<name>.profdata.manifest.json, <name>.fdata.manifest.json),
+# each with a .sha256, and records their sums in release.json. They must be the very files
+# the binary was built with: the profile's and its manifest's sha256 must equal pgo-proof's,
+# the fdata's bolt-proof's; otherwise nothing is written. scripts/verify-release.sh rebuilds
+# the binary from them.
+#
 # Environment:
 #   GATEWAY            the gateway-pgo-bolt output (bin/, share/<bin>/)
+#   PROFILE_DIR        the profile it was built with (gateway.profdata, manifest.json)
+#   BOLT_PROFILE_DIR   the BOLT profile it was optimized with (gateway.fdata, manifest.json)
 #   BIN_NAME           the binary (default gateway)
 #   LICENSE_FILE       the project's LICENSE (required: a release carries its license)
 #   EXAMPLE_CONFIG     gateway.example.toml
@@ -26,7 +36,7 @@ die() {
   echo "gateway-tarball: FAILED: $*" >&2
   exit 1
 }
-for v in GATEWAY EXAMPLE_CONFIG RELEASE_CHECK READELF VERSION SYSTEM REV SOURCE_DATE_EPOCH; do
+for v in GATEWAY PROFILE_DIR BOLT_PROFILE_DIR EXAMPLE_CONFIG RELEASE_CHECK READELF VERSION SYSTEM REV SOURCE_DATE_EPOCH; do
   [ -n "${!v:-}" ] || die "environment variable $v is not set"
 done
 [ -s "${LICENSE_FILE:-/nonexistent}" ] ||
@@ -37,6 +47,27 @@ OUT_DIR=${OUT_DIR:-${out:-}}
 export READELF
 
 name="$BIN_NAME-$VERSION-$SYSTEM"
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+# proof_field FILE KEY: a string field of a proof (one key per line, as the stages write them).
+proof_field() { sed -nE "s/^ *\"$2\": \"([^\"]*)\".*/\\1/p" "$1" | head -n1; }
+proofs="$GATEWAY/share/$BIN_NAME"
+# The evidence, published next to the tarball: name in the release -> file.
+declare -A evidence=(
+  ["$name.profdata"]="$PROFILE_DIR/gateway.profdata"
+  ["$name.profdata.manifest.json"]="$PROFILE_DIR/manifest.json"
+  ["$name.fdata"]="$BOLT_PROFILE_DIR/gateway.fdata"
+  ["$name.fdata.manifest.json"]="$BOLT_PROFILE_DIR/manifest.json"
+)
+for f in "${evidence[@]}"; do
+  [ -s "$f" ] || die "missing or empty $f: a release publishes the profiles it was built with"
+done
+# Only the files the binary was built with may be published as its evidence.
+[ "$(sha "$PROFILE_DIR/gateway.profdata")" = "$(proof_field "$proofs/pgo-proof.json" profile_sha256)" ] ||
+  die "$PROFILE_DIR/gateway.profdata is not the profile pgo-proof.json records (profile_sha256)"
+[ "$(sha "$PROFILE_DIR/manifest.json")" = "$(proof_field "$proofs/pgo-proof.json" manifest_sha256)" ] ||
+  die "$PROFILE_DIR/manifest.json is not the manifest pgo-proof.json records (manifest_sha256)"
+[ "$(sha "$BOLT_PROFILE_DIR/gateway.fdata")" = "$(proof_field "$proofs/bolt-proof.json" fdata_sha256)" ] ||
+  die "$BOLT_PROFILE_DIR/gateway.fdata is not the fdata bolt-proof.json records (fdata_sha256)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tarball.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 stage="$work/$name"
@@ -62,7 +93,16 @@ needed=$("$READELF" -dW "$stage/bin/$BIN_NAME" | sed -nE 's/.*\(NEEDED\).*\[(.*)
   printf '  "source_revision": "%s",\n' "$REV"
   printf '  "elf_interpreter": "%s",\n' "$interp"
   printf '  "glibc_min": "%s",\n' "$glibc_min"
-  printf '  "needed_libraries": "%s"\n' "$needed"
+  printf '  "needed_libraries": "%s",\n' "$needed"
+  # What scripts/verify-release.sh rebuilds from, and the PGO binary BOLT rewrote.
+  printf '  "evidence": {\n'
+  printf '    "%s": "%s",\n' \
+    "$name.profdata" "$(sha "$PROFILE_DIR/gateway.profdata")" \
+    "$name.profdata.manifest.json" "$(sha "$PROFILE_DIR/manifest.json")" \
+    "$name.fdata" "$(sha "$BOLT_PROFILE_DIR/gateway.fdata")" \
+    "$name.fdata.manifest.json" "$(sha "$BOLT_PROFILE_DIR/manifest.json")"
+  printf '    "pgo_bin_sha256": "%s"\n' "$(proof_field "$proofs/bolt-proof.json" input_sha256)"
+  printf '  }\n'
   printf '}\n'
 } >"$stage/release.json"
 
@@ -85,7 +125,13 @@ tar -xzf "$tarball" -C "$work/verify"
 bash "$RELEASE_CHECK" --bin-name "$BIN_NAME" "$work/verify/$name" >/dev/null ||
   die "the release check refused the packed tarball"
 
+# Everything staged first, then moved: OUT_DIR gets all of the release or nothing.
+mkdir "$work/publish"
+install -m 0644 "$tarball" "$work/publish/$name.tar.gz"
+for f in "${!evidence[@]}"; do
+  install -m 0644 "${evidence[$f]}" "$work/publish/$f"
+done
+(cd "$work/publish" && for f in *; do sha256sum "$f" >"$f.sha256"; done)
 mkdir -p "$OUT_DIR"
-install -m 0644 "$tarball" "$OUT_DIR/$name.tar.gz"
-(cd "$OUT_DIR" && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
+mv "$work/publish"/* "$OUT_DIR/"
 echo "gateway-tarball: $OUT_DIR/$name.tar.gz $(cut -d' ' -f1 "$OUT_DIR/$name.tar.gz.sha256")" >&2

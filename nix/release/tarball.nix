@@ -6,6 +6,10 @@
 #   runStage         name -> env -> script -> derivation (nix/crane.nix or nix/host/builder.nix):
 #                    a plain builder with bash, coreutils, tar, gzip, grep, sed, awk, find
 #   gateway          the gateway-pgo-bolt derivation (bin/<binName>, share/<binName>/*.json)
+#   profile          the profile directory it was built with (gateway-profile: gateway.profdata,
+#                    manifest.json), published next to the tarball
+#   boltProfile      the BOLT profile directory (gateway-bolt-profile: gateway.fdata,
+#                    manifest.json), published next to the tarball
 #   releaseCheck     scripts/release-check.sh (a path)
 #   readelf          absolute path of readelf
 #   license          the LICENSE file (a path), or null: then the build fails, naming it
@@ -21,6 +25,8 @@
 {
   runStage,
   gateway,
+  profile,
+  boltProfile,
   releaseCheck,
   readelf,
   license,
@@ -35,6 +41,8 @@
 runStage "${binName}-tarball-${version}" (
   {
     GATEWAY = gateway;
+    PROFILE_DIR = profile;
+    BOLT_PROFILE_DIR = boltProfile;
     BIN_NAME = binName;
     # Empty when absent: make-tarball.sh then fails closed and says why (evaluation must not
     # fail, or one missing file would hide every other package from `nix flake show`).

@@ -8,6 +8,7 @@
 #   GATEWAY_BIN   the PGO gateway (--emit-relocs, symbols kept)
 #   PGO_PROOF     its pgo-proof.json, carried into the output
 #   FDATA         the merged gateway.fdata
+#   FDATA_MANIFEST  its manifest.json: its pgo_bin_sha256 must be GATEWAY_BIN's sha256
 #   LLVM_BOLT     absolute path of llvm-bolt
 #   READELF       absolute path of readelf
 #   BOLT_FLAGS    the optimization flags (see chain.nix; never -use-gnu-stack: it drops
@@ -25,6 +26,14 @@ need_exe LLVM_BOLT "${LLVM_BOLT:-}"
 need_exe READELF "${READELF:-}"
 nonempty "${FDATA:-/nonexistent}" "BOLT profile (.fdata)"
 nonempty "${PGO_PROOF:-/nonexistent}" "pgo-proof.json"
+nonempty "${FDATA_MANIFEST:-/nonexistent}" "BOLT profile manifest"
+# A BOLT profile fits only the binary it was trained on: one from a cache or a release,
+# applied to another PGO build, would lay out the wrong code (llvm-bolt only warns).
+input_sha=$(sha256_of "$GATEWAY_BIN")
+trained_sha=$(sed -nE 's/^ *"pgo_bin_sha256": "([0-9a-f]{64})".*/\1/p' "$FDATA_MANIFEST" | head -n1)
+[ -n "$trained_sha" ] || die "the BOLT profile's manifest names no pgo_bin_sha256 (the binary it was trained on)"
+[ "$trained_sha" = "$input_sha" ] ||
+  die "the BOLT profile was trained on another binary (sha256 $trained_sha), not this PGO build ($input_sha)"
 need_var BOLT_FLAGS
 case " $BOLT_FLAGS " in
   *" -use-gnu-stack "*) die "-use-gnu-stack makes the thread stacks executable" ;;

@@ -56,6 +56,13 @@ tail -n 3 "$work/instrument.log" >&2
 
 nonempty "$work/out/gateway.fdata" "merged fdata"
 nonempty "$work/out/manifest.json" "bolt-profile manifest"
+# The fdata only fits the binary it was trained on (BOLT matches functions by address and
+# layout): record that binary's sha256, which bolt-optimize.sh requires to equal its input's.
+# Then a published or cached fdata cannot be applied to another PGO build unnoticed.
+pgo_sha=$(sha256_of "$work/gateway")
+head -n1 "$work/out/manifest.json" | grep -qx '{' || die "unexpected bolt-profile manifest layout"
+sed -i "1a\\  \"pgo_bin_sha256\": \"$pgo_sha\"," "$work/out/manifest.json"
+grep -q "\"pgo_bin_sha256\": \"$pgo_sha\"" "$work/out/manifest.json" || die "cannot record pgo_bin_sha256"
 note "fdata: $(bytes_of "$work/out/gateway.fdata") bytes"
 
 mkdir -p "$OUT_DIR"

@@ -6,6 +6,8 @@
 # Arguments (strings):
 #   gateway          a gateway-pgo-bolt output: a store path (tier c's result) or a directory
 #                    outside the store (scripts/chain-local.sh's), then copied in
+#   profile          its gateway-profile output (a store path or a directory, likewise)
+#   boltProfile      its gateway-bolt-profile output (likewise)
 #   license          the LICENSE file to ship ("" = none: the tarball must refuse)
 #   rev              source revision recorded in release.json
 #   sourceDateEpoch  the tarball's mtime
@@ -13,6 +15,8 @@
 #   floors           release-check floor overrides (an attrset, see nix/release/tarball.nix)
 {
   gateway,
+  profile,
+  boltProfile,
   license ? "",
   rev ? "test",
   sourceDateEpoch ? "1",
@@ -30,14 +34,16 @@ let
     })
     runStage
     ;
-  gatewayDrv =
-    if builtins.substring 0 11 gateway == "/nix/store/" then
-      builtins.storePath gateway
+  input =
+    name: p:
+    if builtins.substring 0 11 p == "/nix/store/" then
+      builtins.storePath p
     else
       builtins.path {
-        path = gateway;
-        name = "gateway-pgo-bolt";
+        path = p;
+        inherit name;
       };
+  gatewayDrv = input "gateway-pgo-bolt" gateway;
   releaseCheck = root + "/scripts/release-check.sh";
   readelf = "/usr/bin/readelf";
   cargo = builtins.fromTOML (builtins.readFile (root + "/Cargo.toml"));
@@ -54,6 +60,8 @@ in
       rev
       ;
     gateway = gatewayDrv;
+    profile = input "gateway-profile" profile;
+    boltProfile = input "gateway-bolt-profile" boltProfile;
     license =
       if license == "" then
         null

@@ -3,8 +3,9 @@
 # release gate, tarball and image relabelling run for real on the host chain's outputs.
 #
 # Usage: nix/tests/release-tests.sh [CHAIN_OUT]
-#   CHAIN_OUT holds a gateway-pgo-bolt output: tier c's OUTDIR (result-gateway-pgo-bolt),
-#   scripts/chain-local.sh's OUTDIR (gateway-pgo-bolt/), or the output itself.
+#   CHAIN_OUT holds a gateway-pgo-bolt output and the profiles it was built with: tier c's
+#   OUTDIR (result-gateway-{pgo-bolt,profile,bolt-profile}) or scripts/chain-local.sh's
+#   OUTDIR (gateway-pgo-bolt/, gateway-profile/, gateway-bolt-profile/).
 #   Default: ./out/tier-c (nix/tests/run-all.sh's tier c).
 # Floors: the release check's defaults; RELEASE_MIN_* in the environment override them here
 # and in the sandboxed builds alike (only for a stand-in chain, e.g. tier d's).
@@ -56,13 +57,17 @@ python3 -c 'import yaml' 2>/dev/null || die "python3 lacks PyYAML (apt-get insta
 
 if [ -x "$chain_out/result-gateway-pgo-bolt/bin/gateway" ]; then
   gw=$(readlink -f "$chain_out/result-gateway-pgo-bolt")
+  prof=$(readlink -f "$chain_out/result-gateway-profile")
+  bprof=$(readlink -f "$chain_out/result-gateway-bolt-profile")
 elif [ -x "$chain_out/gateway-pgo-bolt/bin/gateway" ]; then
   gw=$(cd "$chain_out/gateway-pgo-bolt" && pwd)
-elif [ -x "$chain_out/bin/gateway" ]; then
-  gw=$(cd "$chain_out" && pwd -P)
+  prof=$(cd "$chain_out/gateway-profile" && pwd)
+  bprof=$(cd "$chain_out/gateway-bolt-profile" && pwd)
 else
   die "no gateway-pgo-bolt output in $chain_out (run nix/tests/run-all.sh c, or scripts/chain-local.sh)"
 fi
+[ -s "$prof/gateway.profdata" ] && [ -s "$bprof/gateway.fdata" ] ||
+  die "no gateway-profile / gateway-bolt-profile next to gateway-pgo-bolt in $chain_out"
 echo "gateway-pgo-bolt under test: $gw"
 export READELF=${READELF:-$(command -v readelf)}
 check=$repo/scripts/release-check.sh
@@ -240,7 +245,7 @@ if "$check" "$work/does-not-exist" >/dev/null 2>&1; then failt "a missing direct
 ###########################################################################################
 section tarball
 mk_tarball() {
-  env GATEWAY="$gw" LICENSE_FILE="$1" EXAMPLE_CONFIG="$repo/gateway.example.toml" \
+  env GATEWAY="$gw" PROFILE_DIR="$prof" BOLT_PROFILE_DIR="$bprof" LICENSE_FILE="$1" EXAMPLE_CONFIG="$repo/gateway.example.toml" \
     RELEASE_CHECK="$check" VERSION="$version" SYSTEM=x86_64-linux REV=test \
     SOURCE_DATE_EPOCH=1785967620 OUT_DIR="$2" TMPDIR="$3" bash nix/release/make-tarball.sh
 }
@@ -281,6 +286,26 @@ if "$check" "$u" >/dev/null 2>"$work/sums.err" && ! grep -q SHA256SUMS "$work/su
 else
   pass "an edited file is caught by SHA256SUMS"
 fi
+# The evidence published next to the tarball (issue 12): the very profiles of the build.
+ok_evidence=1
+for pair in "profdata|$prof/gateway.profdata" "profdata.manifest.json|$prof/manifest.json" \
+  "fdata|$bprof/gateway.fdata" "fdata.manifest.json|$bprof/manifest.json"; do
+  f="$name.${pair%%|*}"
+  cmp -s "$work/t1/$f" "${pair#*|}" || ok_evidence=0
+  (cd "$work/t1" && sha256sum --quiet -c "$f.sha256") || ok_evidence=0
+  grep -q "\"$f\": \"$(sha256sum "${pair#*|}" | cut -d' ' -f1)\"" "$u/release.json" || ok_evidence=0
+done
+[ "$ok_evidence" = 1 ] && pass "profile, fdata and manifests published with .sha256, sums in release.json" ||
+  failt "published evidence"
+mkdir -p "$work/wrong-profile"
+cp "$prof/manifest.json" "$work/wrong-profile/"
+{ cat "$prof/gateway.profdata" && printf x; } >"$work/wrong-profile/gateway.profdata"
+if (prof=$work/wrong-profile mk_tarball "$license" "$work/t5" "$work/tmp1") 2>"$work/t5.log"; then
+  failt "a release with another profile than the binary's was built"
+else
+  grep -q 'is not the profile pgo-proof.json records' "$work/t5.log" && [ ! -e "$work/t5" ] &&
+    pass "a profile other than the binary's: refused, nothing written" || failt "wrong profile: wrong failure"
+fi
 if mk_tarball "" "$work/t3" "$work/tmp1" 2>"$work/t3.log"; then failt "a tarball without LICENSE was built"; else
   grep -q 'no LICENSE' "$work/t3.log" && [ ! -e "$work/t3" ] && pass "no LICENSE: refused, nothing written" || failt "no LICENSE: wrong failure"
 fi
@@ -296,7 +321,7 @@ section "nix sandbox"
 hostnix=(
   --option substituters '' --option build-users-group '' --option sandbox true
   --option sandbox-paths '/bin /usr /lib /lib64 /etc/alternatives'
-  --argstr gateway "$gw" --argstr license "$license" --argstr rev test
+  --argstr gateway "$gw" --argstr profile "$prof" --argstr boltProfile "$bprof" --argstr license "$license" --argstr rev test
   --argstr sourceDateEpoch 1785967620
 )
 if out=$(nix-build nix/tests/release-host.nix "${hostnix[@]}" --arg floors "$floors_nix" \
@@ -414,6 +439,61 @@ refuse_image() { # NAME EXPECT USER ENTRYPOINT LAYER
 refuse_image "image running as root" "as root" 0:0 "$gw/bin/gateway" yes
 refuse_image "image running another binary" "Entrypoint is" 65532:65532 /bin/sh yes
 refuse_image "image without the gateway's layer" "no layer holds" 65532:65532 "$gw/bin/gateway" no
+
+###########################################################################################
+section verification
+# scripts/verify-release.sh on tier c's release: a real rebuild of gateway-pgo (its profile now
+# from another store path: the published file) and gateway-pgo-bolt, compared bit for bit.
+verify() { # DIR LOG
+  scripts/verify-release.sh --builder host "$1" "$repo" >"$2" 2>&1
+}
+# repack DIR SED: DIR's tarball with release.json edited by SED (a release whose sums were
+# forged along with the file).
+repack() {
+  mkdir -p "$1/x"
+  tar -xzf "$1/$name.tar.gz" -C "$1/x"
+  sed -i "$2" "$1/x/$name/release.json"
+  (cd "$1/x" && tar -czf "../$name.tar.gz" "$name")
+  rm -rf "$1/x"
+}
+if [ ! -L "$chain_out/result-gateway-pgo-bolt" ]; then
+  echo "  (skipped: $chain_out is not a Nix build; the verification rebuilds with the host chain)"
+else
+  t_v=$(date +%s)
+  if verify "$work/t1" "$work/verify.log" && grep -q VERIFIED "$work/verify.log"; then
+    pass "verify-release: rebuilt bit for bit from the published profiles in $(($(date +%s) - t_v)) s"
+    grep -E 'gateway-pgo(-bolt)?: +rebuilt' "$work/verify.log" | sed 's/^/    /'
+  else
+    tail -n 30 "$work/verify.log" >&2
+    failt "verify-release did not verify tier c's release"
+  fi
+  cp -r "$work/t1" "$work/tp"
+  chmod -R u+w "$work/tp"
+  printf x >>"$work/tp/$name.profdata"
+  if verify "$work/tp" "$work/verify-tp.log"; then failt "a tampered profile verified"; else
+    grep -q "NOT VERIFIED: the published $name.profdata" "$work/verify-tp.log" &&
+      pass "tampered profile: not verified, names the file" || failt "tampered profile: wrong failure"
+  fi
+  # Another valid fdata (the first half of the counts), its sum forged in release.json: the
+  # rebuild runs, BOLT lays the code out differently, the stage is named.
+  cp -r "$work/t1" "$work/tf"
+  chmod -R u+w "$work/tf"
+  head -n "$(($(wc -l <"$bprof/gateway.fdata") / 2))" "$bprof/gateway.fdata" >"$work/tf/$name.fdata"
+  repack "$work/tf" "s/$(sha256sum "$bprof/gateway.fdata" | cut -d' ' -f1)/$(sha256sum "$work/tf/$name.fdata" | cut -d' ' -f1)/"
+  if verify "$work/tf" "$work/verify-tf.log"; then failt "a tampered fdata verified"; else
+    grep -q "first differing stage: gateway-pgo-bolt" "$work/verify-tf.log" &&
+      pass "tampered fdata (sum forged): rebuilt, not verified, names gateway-pgo-bolt" ||
+      { tail -n 20 "$work/verify-tf.log" >&2; failt "tampered fdata: wrong failure"; }
+  fi
+  cp -r "$work/t1" "$work/tg"
+  chmod -R u+w "$work/tg"
+  repack "$work/tg" "s/\"pgo_bin_sha256\": \"[0-9a-f]*\"/\"pgo_bin_sha256\": \"$(printf '%064d' 0)\"/"
+  if verify "$work/tg" "$work/verify-tg.log"; then failt "a release with another PGO binary verified"; else
+    grep -q "first differing stage: gateway-pgo " "$work/verify-tg.log" &&
+      pass "a release whose PGO binary differs: not verified, names gateway-pgo" ||
+      { tail -n 20 "$work/verify-tg.log" >&2; failt "PGO mismatch: wrong failure"; }
+  fi
+fi
 
 section end
 echo "== durations"

@@ -74,6 +74,7 @@ wiring=$(ev --raw "$flake#packages.x86_64-linux" --apply 'p: builtins.concatStri
   ("pgoDontStrip=" + (if p.gateway-pgo.dontStrip then "true" else "false"))
   ("pgoBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.buildPhase)
   ("pgoDepsFlags=" + p.gateway-pgo.cargoArtifacts.RUSTFLAGS)
+  ("pgoDepsBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.cargoArtifacts.buildPhase)
   ("plainFlags=[" + p.gateway.RUSTFLAGS + "]")
   ("profdata=" + p.gateway-profile.LLVM_PROFDATA)
   ("profileBin=" + p.gateway-profile.GATEWAY_BIN)
@@ -100,7 +101,12 @@ reject() {
 }
 expect gateway-instrumented.RUSTFLAGS "${w[instrumentedFlags]}" "-Cprofile-generate="
 expect gateway-instrumented.CARGO_BUILD_TARGET "${w[instrumentedTarget]}" "x86_64-unknown-linux-gnu"
-expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Cprofile-use=${w[profile]}/gateway.profdata"
+# The profile is staged at a fixed path (cargo-build.sh): its store path is never in RUSTFLAGS.
+expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Cprofile-use=@pgoProfile@"
+reject gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "/nix/store/"
+expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
+expect gateway-pgo.cargoArtifacts.buildPhase "${w[pgoDepsBuildCommand]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
+expect gateway-pgo.cargoArtifacts.buildPhase "${w[pgoDepsBuildCommand]}" "cargo-build.sh"
 expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Wl,--emit-relocs"
 expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-pgo-warn-missing-function"
 expect gateway-pgo.postInstall "${w[pgoPostInstall]}" "pgo-gate.sh"
@@ -110,7 +116,7 @@ expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" 'CARGO_STDERR_LOG="$NIX_BU
 expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "cargo-build.sh"
 expect gateway-pgo.CARGO_BUILD_TARGET "${w[pgoTarget]}" "x86_64-unknown-linux-gnu"
 expect gateway-pgo.dontStrip "${w[pgoDontStrip]}" "true"
-expect gateway-pgo.cargoArtifacts.RUSTFLAGS "${w[pgoDepsFlags]}" "-Cprofile-use=${w[profile]}"
+expect gateway-pgo.cargoArtifacts.RUSTFLAGS "${w[pgoDepsFlags]}" "${w[pgoFlags]}"
 expect gateway.RUSTFLAGS "${w[plainFlags]}" "[]"
 expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
 expect gateway-profile.GATEWAY_BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
@@ -143,5 +149,31 @@ echo "  $out"
 expect mkPgoBoltChain "$out" "other-pgo-bolt.drv"
 expect mkPgoBoltChain "$out" "aarch64-unknown-linux-gnu"
 expect mkPgoBoltChain "$out" '"closure","pgo-proof"'
+
+echo "== lib.gatewayChain from a release's published profiles (lib.publishedProfiles)"
+out=$(ev --impure --json "$flake#lib" --apply "lib:
+  let
+    pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+    published = lib.publishedProfiles {
+      inherit pkgs;
+      profdata = builtins.toFile \"g.profdata\" \"p\";
+      profileManifest = builtins.toFile \"g.profdata.manifest.json\" \"{}\";
+      fdata = builtins.toFile \"g.fdata\" \"f\";
+      fdataManifest = builtins.toFile \"g.fdata.manifest.json\" \"{}\";
+    };
+    trained = lib.gatewayChain \"x86_64-linux\" { };
+    c = lib.gatewayChain \"x86_64-linux\" published;
+  in [ c.gateway-pgo.RUSTFLAGS trained.gateway-pgo.RUSTFLAGS c.gateway-profile.name
+       c.gateway-pgo-bolt.FDATA c.gateway-pgo-bolt.FDATA_MANIFEST c.gateway-pgo.buildPhase ]") ||
+  fail "lib.gatewayChain with published profiles does not evaluate"
+echo "  $out" | cut -c1-400
+expect gatewayChain "$out" '"published-profile"'
+expect gatewayChain "$out" "-published-bolt-profile/gateway.fdata"
+expect gatewayChain "$out" "-published-bolt-profile/manifest.json"
+expect gatewayChain "$out" "-published-profile/gateway.profdata"
+# The same flags whichever derivation supplied the profile.
+flags=$(printf '%s' "$out" | sed -nE 's/^\["([^"]*)","([^"]*)".*/\1|\2/p')
+[ -n "$flags" ] && [ "${flags%%|*}" = "${flags#*|}" ] && echo "  ok: RUSTFLAGS are the same trained or published" ||
+  fail "RUSTFLAGS differ between a trained and a published profile: $flags"
 
 echo "tier b: PASS in $(($(date +%s) - t0)) s"

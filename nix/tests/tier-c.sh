@@ -56,4 +56,16 @@ nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} --
   -A gateway-pgo-bolt -A checks.pgo-proof -A checks.closure -A checks.tests --no-out-link >/dev/null ||
   fail "a stage was not reused from the store"
 echo "  ok"
+# Issue 12: everything after training is deterministic. Nix rebuilds the profile-use build
+# and the BOLT rewrite from the same inputs and compares the outputs bit for bit.
+echo "== reproducible: nix-build --check rebuilds gateway-pgo and gateway-pgo-bolt"
+for attr in gateway-pgo gateway-pgo-bolt; do
+  t1=$(date +%s)
+  nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} --check -A "$attr" \
+    --no-out-link >"$outdir/check-$attr.log" 2>&1 || {
+    tail -n 20 "$outdir/check-$attr.log" >&2
+    fail "$attr is not reproducible: nix-build --check gave other bytes (or failed)"
+  }
+  echo "  ok: $attr rebuilt bit for bit ($(sha256sum "$outdir/result-$attr/bin/gateway" | cut -c1-16)) in $(($(date +%s) - t1)) s"
+done
 echo "tier c: PASS in $(($(date +%s) - t0)) s"

@@ -117,21 +117,32 @@ cp "$gate_dir/profile/gateway.profdata" "$gate_dir/other/"
 printf '{"raw_files": 1, "raw_bytes": 100, "merged_sha256": "%064d"}\n' 0 >"$gate_dir/other/manifest.json"
 expect_gate_failure manifest-mismatch "merged_sha256 is not the profile" clean.log "$gate_dir/other"
 
-# bolt_gate NAME FLAGS BINARY: run nix/stages/bolt-optimize.sh as the pgo-bolt stage does.
+# bolt_gate NAME FLAGS BINARY [TRAINED_SHA]: run nix/stages/bolt-optimize.sh as the pgo-bolt
+# stage does; the fdata's manifest says it was trained on TRAINED_SHA (default: BINARY's).
 printf 'int main(void) { return 0; }\n' >"$gate_dir/t.c"
 cc -O2 "$gate_dir/t.c" -o "$gate_dir/norelocs"
 echo '1 main 0 1 main 4 0 1' >"$gate_dir/t.fdata"
 bolt_gate() {
+  local trained=${4-$(sha256sum "$3" | cut -d' ' -f1)}
+  printf '{\n  "pgo_bin_sha256": "%s",\n  "kind": "bolt"\n}\n' "$trained" >"$gate_dir/t-$1.manifest.json"
   env STAGE_COMMON="$repo/nix/stages/common.sh" GATEWAY_BIN="$3" PGO_PROOF="$gate_dir/good.json" \
-    FDATA="$gate_dir/t.fdata" LLVM_BOLT="$LLVM_BIN/llvm-bolt" READELF="$(command -v readelf)" \
+    FDATA="$gate_dir/t.fdata" FDATA_MANIFEST="$gate_dir/t-$1.manifest.json" \
+    LLVM_BOLT="$LLVM_BIN/llvm-bolt" READELF="$(command -v readelf)" \
     BOLT_FLAGS="$2" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
     bash "$repo/nix/stages/bolt-optimize.sh" >"$gate_dir/bolt-$1.out" 2>&1
 }
-for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable" \
-  "no-relocations|-reorder-blocks=ext-tsp|relocation mode"; do
-  IFS='|' read -r name flags pattern <<<"$c"
+# A published or cached fdata applied to another PGO binary (issue 12: the fdata must match
+# the binary it optimizes), and one whose manifest does not say which binary it fits.
+other_sha=$(printf other | sha256sum | cut -d' ' -f1)
+for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable|" \
+  "no-relocations|-reorder-blocks=ext-tsp|relocation mode|" \
+  "fdata-for-another-binary|-reorder-blocks=ext-tsp|trained on another binary|$other_sha" \
+  "fdata-without-binary-sha|-reorder-blocks=ext-tsp|names no pgo_bin_sha256|none"; do
+  IFS='|' read -r name flags pattern trained <<<"$c"
   echo "== gate: bolt $name"
-  if bolt_gate "$name" "$flags" "$gate_dir/norelocs"; then fail "bolt gate $name passed"; fi
+  if bolt_gate "$name" "$flags" "$gate_dir/norelocs" ${trained:+"$trained"}; then
+    fail "bolt gate $name passed"
+  fi
   [ ! -e "$gate_dir/bolt-$name/bin/gateway" ] || fail "bolt gate $name installed a binary"
   grep -q -- "$pattern" "$gate_dir/bolt-$name.out" || {
     cat "$gate_dir/bolt-$name.out"
