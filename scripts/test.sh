@@ -11,7 +11,9 @@
 #               build, `trainer profile` with Debian's llvm-profdata-22, PGO build gated on no
 #               hash mismatch, `trainer bolt-profile` with llvm-bolt-22, proofs), fail-closed
 #   bench       valgrind instruction / I1 ratios and the holdout gate on tier c's binaries
-#   release     workflows, release derivations, the release gate on tier c's proofs
+#   release     workflows, release derivations, the release gate on tier c's proofs, and
+#               scripts/verify-release.sh rebuilding tier c's release from its published
+#               profiles (bit for bit; tampered evidence refused)
 #
 # Not in the default run:
 #   stage-e2e   (trainer/tests/stage-e2e.sh) the same stages as tier c with host tools outside
