@@ -583,10 +583,12 @@ model = "gpt-4o-mini-2024-07-18"
 
     #[test]
     fn openai_compatible_and_translation_knobs() {
-        let text = MINIMAL.replace("\"openai\"", "\"openai-compatible\"").replace(
-            "name = \"gpt-4o-mini\"\n",
-            "name = \"gpt-4o-mini\"\ndefault_max_tokens = 512\n",
-        );
+        let text = MINIMAL
+            .replace("\"openai\"", "\"openai-compatible\"")
+            .replace(
+                "name = \"gpt-4o-mini\"\n",
+                "name = \"gpt-4o-mini\"\ndefault_max_tokens = 512\n",
+            );
         let c = parse(&format!("[translation]\ndefault_max_tokens = 1000\n{text}")).unwrap();
         assert_eq!(c.models[0].targets[0].provider, Provider::OpenaiCompatible);
         assert_eq!(c.models[0].default_max_tokens, Some(512));

@@ -94,7 +94,11 @@ mod tests {
             (Responses, Provider::OpenaiCompatible, Chat),
         ];
         for (client, provider, upstream) in cases {
-            assert_eq!(client.upstream_for(provider), upstream, "{client:?} {provider:?}");
+            assert_eq!(
+                client.upstream_for(provider),
+                upstream,
+                "{client:?} {provider:?}"
+            );
         }
     }
 }

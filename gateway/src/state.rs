@@ -20,6 +20,8 @@ use crate::ratelimit::Limiter;
 /// One upstream target for one dialect, with everything precomputed.
 pub struct Target {
     pub uri: Uri,
+    /// The upstream model name (for translated bodies).
+    pub model: Box<str>,
     /// The upstream model name, already JSON-encoded for splicing into bodies.
     pub model_json: Bytes,
     /// The header carrying the upstream key (`authorization` or `x-api-key`), if any.
@@ -95,9 +97,7 @@ pub fn upstream_auth(
     key: &str,
 ) -> Result<(HeaderName, HeaderValue), InvalidUpstreamKey> {
     let (name, value) = match provider {
-        Provider::Openai | Provider::OpenaiCompatible => {
-            ("authorization", format!("Bearer {key}"))
-        }
+        Provider::Openai | Provider::OpenaiCompatible => ("authorization", format!("Bearer {key}")),
         Provider::Anthropic => ("x-api-key", key.to_owned()),
     };
     let mut value = HeaderValue::try_from(value).map_err(|_| InvalidUpstreamKey)?;
@@ -144,6 +144,7 @@ impl Gateway {
                     let upstream = d.upstream_for(t.provider);
                     targets[d.index()].push(Target {
                         uri: base.join(upstream.path()),
+                        model: t.model.as_str().into(),
                         model_json: model_json.clone(),
                         auth: auth.clone(),
                         secret: secret.clone(),
@@ -152,7 +153,8 @@ impl Gateway {
                     });
                 }
             }
-            let translates = Dialect::ALL.map(|d| targets[d.index()].iter().any(|t| t.translates(d)));
+            let translates =
+                Dialect::ALL.map(|d| targets[d.index()].iter().any(|t| t.translates(d)));
             models.push(ModelEntry {
                 name: m.name.as_str().into(),
                 limiter: m.rate_limit.map(Limiter::new),
