@@ -187,6 +187,11 @@ impl Plan<'_> {
         translate::encode_request(target.upstream, hub, info)
     }
 
+    /// Whether `target` will be called: not when the request cannot be translated for it.
+    fn may_call(&self, dialect: Dialect, target: &Target) -> bool {
+        !target.translates(dialect) || matches!(self.translation, Some(Ok(_)))
+    }
+
     fn include_usage(&self) -> bool {
         matches!(self.translation, Some(Ok(h)) if h.include_usage)
     }
@@ -210,7 +215,8 @@ async fn forward(
     let mut untranslatable: Option<TranslateError> = None;
     let mut tried = 0usize;
     for (i, target) in targets.iter().enumerate() {
-        let last = i + 1 == targets.len();
+        // The last target that will be called: its 5xx goes to the client as it is.
+        let last = !targets[i + 1..].iter().any(|t| plan.may_call(dialect, t));
         let upstream_body = match plan.body(dialect, target, body, head) {
             Ok(b) => b,
             Err(e) => {
