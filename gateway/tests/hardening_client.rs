@@ -215,10 +215,19 @@ async fn max_connections_caps_and_answers_503() {
     for _ in 0..4 {
         idle.push(tokio::net::TcpStream::connect(gw.addr).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let r = raw_exchange(gw.addr, b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
-        .await
-        .expect("no answer at the connection cap");
+    // The four count once the gateway has accepted them; under load that takes a while, and
+    // until then a probe still gets a slot (and 200): poll rather than sleep a fixed time.
+    let deadline = Instant::now() + PATIENCE;
+    let r = loop {
+        let r = raw_exchange(gw.addr, b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
+            .await
+            .expect("no answer at the connection cap");
+        if r.status != 200 {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the cap of 4 never applied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_raw_envelope(&r, 503, false);
     let text = String::from_utf8_lossy(&r.body).to_string();
     assert!(text.contains("connections"), "{text}");
