@@ -35,6 +35,10 @@ pub struct AccessRecord {
     pub output_tokens: Option<u64>,
     /// Set when the request ended abnormally (client gone, upstream timeout, ...).
     pub error: Option<&'static str>,
+    /// `client->upstream` dialects when the request was translated (`messages->chat`);
+    /// absent on passthrough lines, which keep their format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub translated: Option<&'static str>,
 }
 
 /// The sending half; cheap to clone into request handlers.

@@ -26,6 +26,8 @@ pub struct Completion {
     pub upstream_start: Option<Instant>,
     pub upstream_ttfb: Option<Duration>,
     pub error: Option<&'static str>,
+    /// Set when the answering target got the request translated, e.g. `messages->chat`.
+    pub translated: Option<&'static str>,
     /// The client connection, to tell why a request ended early.
     pub conn: Option<Arc<ConnState>>,
 }
@@ -50,6 +52,7 @@ impl Completion {
             upstream_start: None,
             upstream_ttfb: None,
             error: None,
+            translated: None,
             conn: None,
         }
     }
@@ -133,6 +136,7 @@ impl Drop for Completion {
                 input_tokens: self.usage.input,
                 output_tokens: self.usage.output,
                 error: self.error,
+                translated: self.translated,
             });
         }
     }

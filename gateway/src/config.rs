@@ -28,14 +28,36 @@ pub enum ConfigError {
     },
 }
 
-/// The upstream API a target speaks.
+/// The upstream API a target speaks. A client dialect the provider does not speak is
+/// translated (see `crate::translate` and TRANSLATION.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
 pub enum Provider {
-    /// OpenAI-compatible: serves `/v1/chat/completions` and `/v1/responses`.
+    /// OpenAI: serves `/v1/chat/completions` and `/v1/responses`.
+    #[serde(rename = "openai")]
     Openai,
     /// Anthropic: serves `/v1/messages`.
+    #[serde(rename = "anthropic")]
     Anthropic,
+    /// A server that speaks only OpenAI chat completions (vLLM, Ollama, llama.cpp, Groq).
+    #[serde(rename = "openai-compatible")]
+    OpenaiCompatible,
+}
+
+/// Knobs of the translation between dialects (`[translation]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Translation {
+    /// `max_tokens` sent to an Anthropic target when a translated client sent none
+    /// (Anthropic requires it; OpenAI clients may omit it). A model may override it.
+    pub default_max_tokens: u64,
+}
+
+impl Default for Translation {
+    fn default() -> Self {
+        Translation {
+            default_max_tokens: 4096,
+        }
+    }
 }
 
 /// Requests and tokens per minute; either may be absent.
@@ -71,6 +93,8 @@ pub struct Model {
     /// (`crate::proxy::headers`). Credentials, framing and hop-by-hop headers are refused.
     #[serde(default)]
     pub forward_headers: Vec<String>,
+    /// Overrides `translation.default_max_tokens` for this model.
+    pub default_max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -194,6 +218,8 @@ pub struct Config {
     pub upstream: Upstream,
     #[serde(default)]
     pub observability: Observability,
+    #[serde(default)]
+    pub translation: Translation,
     /// Gateway API keys. None configured = no authentication (local use only).
     #[serde(default)]
     pub keys: Vec<ApiKey>,
@@ -254,6 +280,12 @@ impl Config {
                 "must be at least upstream.max_response_body_bytes".into(),
             ));
         }
+        if self.translation.default_max_tokens == 0 {
+            return Err(invalid(
+                "translation.default_max_tokens".into(),
+                "must be > 0".into(),
+            ));
+        }
         check_listeners(&self.server).map_err(|(k, m)| invalid(k.into(), m))?;
         for (key, v) in [
             (
@@ -312,6 +344,12 @@ impl Config {
             if let Some(rl) = &m.rate_limit {
                 check_rate_limit(rl, &format!("{at}.rate_limit"))
                     .map_err(|(k, msg)| invalid(k, msg))?;
+            }
+            if m.default_max_tokens == Some(0) {
+                return Err(invalid(
+                    format!("{at}.default_max_tokens"),
+                    "must be > 0".into(),
+                ));
             }
             for (j, h) in m.forward_headers.iter().enumerate() {
                 crate::proxy::headers::check_extra_forward(h)
@@ -541,6 +579,25 @@ model = "gpt-4o-mini-2024-07-18"
         );
         let e = parse(&text).unwrap_err().to_string();
         assert!(e.contains("api_key_env") && e.contains("not set"), "{e}");
+    }
+
+    #[test]
+    fn openai_compatible_and_translation_knobs() {
+        let text = MINIMAL
+            .replace("\"openai\"", "\"openai-compatible\"")
+            .replace(
+                "name = \"gpt-4o-mini\"\n",
+                "name = \"gpt-4o-mini\"\ndefault_max_tokens = 512\n",
+            );
+        let c = parse(&format!("[translation]\ndefault_max_tokens = 1000\n{text}")).unwrap();
+        assert_eq!(c.models[0].targets[0].provider, Provider::OpenaiCompatible);
+        assert_eq!(c.models[0].default_max_tokens, Some(512));
+        assert_eq!(c.translation.default_max_tokens, 1000);
+        assert_eq!(parse(MINIMAL).unwrap().translation.default_max_tokens, 4096);
+        let e = parse(&format!("[translation]\ndefault_max_tokens = 0\n{MINIMAL}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("translation.default_max_tokens"), "{e}");
     }
 
     #[test]

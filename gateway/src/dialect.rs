@@ -38,17 +38,67 @@ impl Dialect {
         self as usize
     }
 
-    /// Whether an upstream of `provider` serves this dialect natively (v1: passthrough only).
+    /// Whether an upstream of `provider` serves this dialect natively (passthrough).
     pub const fn served_by(self, provider: Provider) -> bool {
         matches!(
             (self, provider),
             (Dialect::Chat | Dialect::Responses, Provider::Openai)
+                | (Dialect::Chat, Provider::OpenaiCompatible)
                 | (Dialect::Messages, Provider::Anthropic)
         )
+    }
+
+    /// The dialect a request in this dialect is sent upstream in: itself where `provider`
+    /// speaks it (passthrough), else the provider's dialect it is translated to.
+    pub const fn upstream_for(self, provider: Provider) -> Dialect {
+        if self.served_by(provider) {
+            return self;
+        }
+        match provider {
+            Provider::Anthropic => Dialect::Messages,
+            Provider::Openai | Provider::OpenaiCompatible => Dialect::Chat,
+        }
     }
 
     /// The envelope family errors use: Anthropic's for messages, OpenAI's otherwise.
     pub const fn is_anthropic(self) -> bool {
         matches!(self, Dialect::Messages)
+    }
+
+    /// Short name used in `translated=` labels (`messages->chat`).
+    pub const fn short(self) -> &'static str {
+        match self {
+            Dialect::Chat => "chat",
+            Dialect::Messages => "messages",
+            Dialect::Responses => "responses",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_provider_serves_every_dialect() {
+        use Dialect::*;
+        let cases = [
+            (Chat, Provider::Openai, Chat),
+            (Responses, Provider::Openai, Responses),
+            (Messages, Provider::Openai, Chat),
+            (Chat, Provider::Anthropic, Messages),
+            (Responses, Provider::Anthropic, Messages),
+            (Messages, Provider::Anthropic, Messages),
+            (Chat, Provider::OpenaiCompatible, Chat),
+            (Messages, Provider::OpenaiCompatible, Chat),
+            (Responses, Provider::OpenaiCompatible, Chat),
+        ];
+        for (client, provider, upstream) in cases {
+            assert_eq!(
+                client.upstream_for(provider),
+                upstream,
+                "{client:?} {provider:?}"
+            );
+        }
     }
 }

@@ -21,4 +21,5 @@ pub mod routes;
 pub mod server;
 pub mod sse;
 pub mod state;
+pub mod translate;
 pub mod usage;

@@ -20,6 +20,8 @@ use crate::ratelimit::Limiter;
 /// One upstream target for one dialect, with everything precomputed.
 pub struct Target {
     pub uri: Uri,
+    /// The upstream model name (for translated bodies).
+    pub model: Box<str>,
     /// The upstream model name, already JSON-encoded for splicing into bodies.
     pub model_json: Bytes,
     /// The header carrying the upstream key (`authorization` or `x-api-key`), if any.
@@ -27,13 +29,29 @@ pub struct Target {
     /// The upstream key itself, to redact it from upstream error bodies that echo it.
     pub secret: Option<Arc<[u8]>>,
     pub provider: Provider,
+    /// The dialect this target is sent: the client's own (passthrough, the fast path) or
+    /// the provider's, the request and answer being translated (`crate::translate`).
+    pub upstream: Dialect,
+}
+
+impl Target {
+    /// Whether a request of `client` dialect is translated for this target.
+    pub fn translates(&self, client: Dialect) -> bool {
+        self.upstream != client
+    }
 }
 
 pub struct ModelEntry {
     pub name: Arc<str>,
     pub limiter: Option<Limiter>,
-    /// Targets able to serve each dialect, in failover order (indexed by `Dialect::index`).
+    /// Every target, once per client dialect (indexed by `Dialect::index`), in failover
+    /// order; each knows whether it passes that dialect through or translates it.
     pub targets: [Vec<Target>; 3],
+    /// Per client dialect: whether any target translates it (the request is then parsed
+    /// up front, so a field that cannot be translated is refused before any upstream).
+    pub translates: [bool; 3],
+    /// `max_tokens` for an Anthropic target when a translated client sent none.
+    pub default_max_tokens: u64,
     /// Client headers forwarded on top of the fixed allow-list (`forward_headers`).
     pub forward_headers: Vec<HeaderName>,
 }
@@ -79,7 +97,7 @@ pub fn upstream_auth(
     key: &str,
 ) -> Result<(HeaderName, HeaderValue), InvalidUpstreamKey> {
     let (name, value) = match provider {
-        Provider::Openai => ("authorization", format!("Bearer {key}")),
+        Provider::Openai | Provider::OpenaiCompatible => ("authorization", format!("Bearer {key}")),
         Provider::Anthropic => ("x-api-key", key.to_owned()),
     };
     let mut value = HeaderValue::try_from(value).map_err(|_| InvalidUpstreamKey)?;
@@ -123,21 +141,28 @@ impl Gateway {
                 let model_json =
                     Bytes::from(serde_json::to_vec(&t.model).expect("a string serializes"));
                 for d in Dialect::ALL {
-                    if d.served_by(t.provider) {
-                        targets[d.index()].push(Target {
-                            uri: base.join(d.path()),
-                            model_json: model_json.clone(),
-                            auth: auth.clone(),
-                            secret: secret.clone(),
-                            provider: t.provider,
-                        });
-                    }
+                    let upstream = d.upstream_for(t.provider);
+                    targets[d.index()].push(Target {
+                        uri: base.join(upstream.path()),
+                        model: t.model.as_str().into(),
+                        model_json: model_json.clone(),
+                        auth: auth.clone(),
+                        secret: secret.clone(),
+                        provider: t.provider,
+                        upstream,
+                    });
                 }
             }
+            let translates =
+                Dialect::ALL.map(|d| targets[d.index()].iter().any(|t| t.translates(d)));
             models.push(ModelEntry {
                 name: m.name.as_str().into(),
                 limiter: m.rate_limit.map(Limiter::new),
                 targets,
+                translates,
+                default_max_tokens: m
+                    .default_max_tokens
+                    .unwrap_or(cfg.translation.default_max_tokens),
                 forward_headers: m
                     .forward_headers
                     .iter()

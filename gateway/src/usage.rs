@@ -46,12 +46,21 @@ struct UsageFields {
     completion_tokens: Option<u64>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    /// Anthropic counts cached prompt tokens apart from `input_tokens`; OpenAI's prompt
+    /// figures include them. Input is the whole prompt everywhere, so a request costs the
+    /// same tokens whichever provider (or translation) served it.
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
 }
 
 impl From<UsageFields> for Usage {
     fn from(u: UsageFields) -> Usage {
+        let anthropic_input = u.input_tokens.map(|n| {
+            n.saturating_add(u.cache_read_input_tokens.unwrap_or(0))
+                .saturating_add(u.cache_creation_input_tokens.unwrap_or(0))
+        });
         Usage {
-            input: u.prompt_tokens.or(u.input_tokens),
+            input: u.prompt_tokens.or(anthropic_input),
             output: u.completion_tokens.or(u.output_tokens),
         }
     }
@@ -148,6 +157,18 @@ mod tests {
             from_body(b),
             Some(Usage {
                 input: Some(3),
+                output: Some(9)
+            })
+        );
+    }
+
+    #[test]
+    fn anthropic_cache_tokens_count_as_input() {
+        let b = br#"{"usage":{"input_tokens":3,"cache_read_input_tokens":10,"cache_creation_input_tokens":2,"output_tokens":9}}"#;
+        assert_eq!(
+            from_body(b),
+            Some(Usage {
+                input: Some(15),
                 output: Some(9)
             })
         );

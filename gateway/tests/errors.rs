@@ -83,17 +83,36 @@ async fn unknown_model_and_path_get_404() {
     assert_eq!(requests_total(&text, "other", "", 404), 4.0, "{text}");
 }
 
+/// Before translation existed these got `400 ... its provider speaks another API`; now the
+/// request is translated into the provider's dialect and the answer back into the client's
+/// (the translation itself is tested in `translate_*.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dialect_the_provider_cannot_serve_gets_400() {
-    let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
+async fn dialect_the_provider_does_not_speak_is_translated() {
+    let mock = MockUpstream::start(MockConfig {
+        record: true,
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
     let gw = gateway_on(&mock, "").await;
-    let cases = [(CHAT, "claude"), (RESPONSES, "claude"), (MESSAGES, "gpt")];
-    for (path, model) in cases {
+    let cases = [
+        (CHAT, "claude", MESSAGES),
+        (RESPONSES, "claude", MESSAGES),
+        (MESSAGES, "gpt", CHAT),
+    ];
+    for (path, model, upstream_path) in cases {
         let r = gw.send(post(path, body(path, model, false))).await;
-        assert_error(path, &r, 400);
-        assert!(r.text().contains(model), "{}", r.text());
+        assert_eq!(r.status, StatusCode::OK, "{path} {model}: {}", r.text());
+        let v = r.json();
+        match path {
+            CHAT => assert_eq!(v["object"], "chat.completion"),
+            RESPONSES => assert_eq!(v["object"], "response"),
+            _ => assert_eq!(v["type"], "message"),
+        }
+        let last = mock.recorded().pop().unwrap();
+        assert_eq!(last.path, upstream_path);
     }
-    assert_eq!(mock.request_count(), 0);
+    assert_eq!(mock.request_count(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@ mod encoding;
 pub mod headers;
 pub mod request;
 mod stream;
+mod translated;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -25,8 +26,10 @@ use crate::dialect::Dialect;
 use crate::error::{ApiError, ErrorKind};
 use crate::metrics::UpstreamErrorKind;
 use crate::state::Target;
+use crate::translate::{self, hub, TranslateError};
 use buffer::{BufferError, BufferedBody};
 use stream::AccountedStream;
+use translated::TranslatedStream;
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const X_GATEWAY_REQUEST_ID: HeaderName = HeaderName::from_static("x-gateway-request-id");
@@ -102,14 +105,23 @@ pub async fn handle(
     }
     let model = &gw.models[mi];
     let targets = &model.targets[dialect.index()];
-    if targets.is_empty() {
-        let msg = format!(
-            "model {:?} is not served on {}: its provider speaks another API",
-            head.model,
-            dialect.path()
-        );
-        return fail(c, dialect, ErrorKind::InvalidRequest, msg);
-    }
+    // Targets whose provider speaks another API get the request translated. It is parsed
+    // once, here, so a field that cannot be translated is refused before any rate limit is
+    // charged or upstream is called; passthrough-only models never get here.
+    let translation = if model.translates[dialect.index()] {
+        let first = targets.iter().find(|t| t.translates(dialect));
+        let upstream = first.map_or(dialect, |t| t.upstream);
+        match translate::decode_request(dialect, upstream, &body) {
+            Ok(h) => Some(Ok(h)),
+            Err(e) if targets.iter().all(|t| t.translates(dialect)) => {
+                return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string())
+            }
+            // A passthrough target may still serve it.
+            Err(e) => Some(Err(e)),
+        }
+    } else {
+        None
+    };
 
     // Rate limits: key first, then model; a model refusal refunds the key's request.
     let key_limiter = key.and_then(|k| k.limiter.as_ref());
@@ -133,7 +145,56 @@ pub async fn handle(
     }
 
     let extra = &model.forward_headers;
-    forward(c, dialect, &parts.headers, extra, &body, &head, targets).await
+    let plan = Plan {
+        targets,
+        translation: translation.as_ref(),
+        default_max_tokens: model.default_max_tokens,
+    };
+    forward(c, dialect, &parts.headers, extra, &body, &head, plan).await
+}
+
+/// What `forward` sends to each target.
+struct Plan<'a> {
+    targets: &'a [Target],
+    /// The request in hub form when some target translates (or why it cannot be).
+    translation: Option<&'a Result<hub::Request, TranslateError>>,
+    default_max_tokens: u64,
+}
+
+impl Plan<'_> {
+    /// The body for `target`: the client's bytes with the model spliced in (passthrough),
+    /// or the request encoded in the target's dialect.
+    fn body(
+        &self,
+        dialect: Dialect,
+        target: &Target,
+        body: &Bytes,
+        head: &request::RequestHead<'_>,
+    ) -> Result<Bytes, TranslateError> {
+        if !target.translates(dialect) {
+            return Ok(head.rewrite_model(body, &target.model_json));
+        }
+        let hub = match self.translation {
+            Some(Ok(h)) => h,
+            Some(Err(e)) => return Err(e.clone()),
+            None => unreachable!("a translating target has a decoded request"),
+        };
+        let info = translate::TargetInfo {
+            provider: target.provider,
+            model: &target.model,
+            default_max_tokens: self.default_max_tokens,
+        };
+        translate::encode_request(target.upstream, hub, info)
+    }
+
+    /// Whether `target` will be called: not when the request cannot be translated for it.
+    fn may_call(&self, dialect: Dialect, target: &Target) -> bool {
+        !target.translates(dialect) || matches!(self.translation, Some(Ok(_)))
+    }
+
+    fn include_usage(&self) -> bool {
+        matches!(self.translation, Some(Ok(h)) if h.include_usage)
+    }
 }
 
 async fn forward(
@@ -143,22 +204,36 @@ async fn forward(
     extra_headers: &[HeaderName],
     body: &Bytes,
     head: &request::RequestHead<'_>,
-    targets: &[Target],
+    plan: Plan<'_>,
 ) -> Response<GatewayBody> {
     let gw = c.gateway().clone();
     let mi = c.model.expect("forward is called with a resolved model");
     let slot = gw.metrics.model(mi);
+    let targets = plan.targets;
     let mut failure = (ErrorKind::BadGateway, "no upstream target answered");
+    // Why a target was skipped without being called (its translation failed).
+    let mut untranslatable: Option<TranslateError> = None;
+    let mut tried = 0usize;
     for (i, target) in targets.iter().enumerate() {
-        let last = i + 1 == targets.len();
-        if i > 0 {
+        // The last target that will be called: its 5xx goes to the client as it is.
+        let last = !targets[i + 1..].iter().any(|t| plan.may_call(dialect, t));
+        let upstream_body = match plan.body(dialect, target, body, head) {
+            Ok(b) => b,
+            Err(e) => {
+                untranslatable.get_or_insert(e);
+                continue;
+            }
+        };
+        if tried > 0 {
             slot.failovers.fetch_add(1, Relaxed);
         }
+        tried += 1;
         let req = upstream_request(
             target,
+            dialect,
             client_headers,
             extra_headers,
-            head.rewrite_model(body, &target.model_json),
+            upstream_body,
             &c.request_id,
         );
         let start = Instant::now();
@@ -196,13 +271,21 @@ async fn forward(
             }
         }
         c.upstream_ttfb = Some(start.elapsed());
+        if target.translates(dialect) {
+            c.translated = Some(translate::label(dialect, target.upstream));
+            return respond_translated(c, dialect, resp, target, plan.include_usage()).await;
+        }
         return respond(c, dialect, resp, target).await;
+    }
+    if let (0, Some(e)) = (tried, untranslatable) {
+        return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string());
     }
     fail(c, dialect, failure.0, failure.1)
 }
 
 fn upstream_request(
     target: &Target,
+    dialect: Dialect,
     client_headers: &HeaderMap,
     extra_headers: &[HeaderName],
     body: Bytes,
@@ -213,6 +296,11 @@ fn upstream_request(
     *req.uri_mut() = target.uri.clone();
     let h = req.headers_mut();
     headers::forward(h, client_headers, extra_headers);
+    if target.translates(dialect) && target.provider != crate::config::Provider::Anthropic {
+        // An Anthropic client's version and beta headers mean nothing to an OpenAI API.
+        h.remove("anthropic-version");
+        h.remove("anthropic-beta");
+    }
     if target.provider == crate::config::Provider::Anthropic && !h.contains_key("anthropic-version")
     {
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
@@ -297,6 +385,113 @@ async fn respond(
             fail(c, dialect, kind, e.to_string())
         }
     }
+}
+
+/// Like [`respond`] for a translated request: the answer (body, stream or error) is
+/// re-encoded in the client's dialect; status and the headers clients rely on are kept.
+async fn respond_translated(
+    mut c: Completion,
+    dialect: Dialect,
+    resp: Response<Incoming>,
+    target: &Target,
+    include_usage: bool,
+) -> Response<GatewayBody> {
+    let gw = c.gateway().clone();
+    let (parts, upstream_body) = resp.into_parts();
+    let mut out = Response::new(full(Bytes::new()));
+    *out.status_mut() = parts.status;
+    let h = out.headers_mut();
+    for (name, value) in &parts.headers {
+        // The body is re-encoded: its type and encoding are the gateway's, not the upstream's.
+        if headers::passes_back(name)
+            && name != header::CONTENT_TYPE
+            && name != header::CONTENT_ENCODING
+        {
+            h.append(name.clone(), value.clone());
+        }
+    }
+    set_request_ids(h, &c.request_id);
+    c.status = parts.status.as_u16();
+    let gzip = encoding::is_gzip(&parts.headers);
+
+    if parts.status.is_success() && is_sse(&parts.headers) {
+        c.stream = true;
+        out.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        let translator =
+            translate::stream::Translator::new(dialect, target.upstream, include_usage);
+        *out.body_mut() =
+            TranslatedStream::new(upstream_body, translator, c, gw.timeouts.idle, gzip).boxed();
+        return out;
+    }
+
+    let (bytes, reservation) = match buffer::read(
+        upstream_body,
+        gw.timeouts.idle,
+        gw.max_response_body_bytes,
+        &gw.buffer_budget,
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let (kind, upstream) = match e {
+                BufferError::Stalled => {
+                    (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout))
+                }
+                BufferError::Read => (ErrorKind::BadGateway, Some(UpstreamErrorKind::Read)),
+                BufferError::TooLarge => (ErrorKind::BadGateway, None),
+                BufferError::Overloaded => (ErrorKind::Overloaded, None),
+            };
+            if let (Some(u), Some(slot)) = (upstream, c.model_slot()) {
+                slot.upstream_error(u);
+            }
+            return fail(c, dialect, kind, e.to_string());
+        }
+    };
+    let plain = if gzip {
+        match encoding::gunzip(&bytes, gw.max_response_body_bytes) {
+            Some(p) => Bytes::from(p),
+            None => {
+                return fail(
+                    c,
+                    dialect,
+                    ErrorKind::BadGateway,
+                    "upstream body could not be decoded",
+                )
+            }
+        }
+    } else {
+        bytes
+    };
+    let translated = if parts.status.is_success() {
+        match translate::translate_response(dialect, target.upstream, &plain) {
+            Ok((b, usage)) => {
+                c.usage = usage.accounting();
+                b
+            }
+            Err(e) => {
+                if let Some(slot) = c.model_slot() {
+                    slot.upstream_error(UpstreamErrorKind::Protocol);
+                }
+                return fail(c, dialect, ErrorKind::BadGateway, e.to_string());
+            }
+        }
+    } else {
+        let plain = match &target.secret {
+            Some(secret) => buffer::redact(plain, secret),
+            None => plain,
+        };
+        translate::errors::translate(dialect, target.upstream, parts.status.as_u16(), &plain)
+    };
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    *out.body_mut() = BufferedBody::new(translated, reservation).boxed();
+    out
 }
 
 /// `text/event-stream`, in any case (media types are case-insensitive), parameters allowed.

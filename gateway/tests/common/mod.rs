@@ -1019,3 +1019,113 @@ pub async fn gateway_with_stalled_stream(
     stream.frame().await.unwrap().unwrap();
     (gw, stream)
 }
+
+/// An upstream that records every request (head and JSON body) and answers each with the
+/// byte pieces `answer` returns for it, written one by one with a pause between them (so
+/// the gateway reads them apart: split events, split UTF-8), then closes the connection.
+pub struct ScriptedUpstream {
+    pub addr: SocketAddr,
+    requests: Arc<Mutex<Vec<(String, Value)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedUpstream {
+    pub async fn start<F>(answer: F) -> ScriptedUpstream
+    where
+        F: Fn(&str, &Value) -> Vec<Vec<u8>> + Send + Sync + 'static,
+    {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let answer = Arc::new(answer);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = s.set_nodelay(true);
+                let seen = seen.clone();
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let Some((head, body)) = read_request(&mut s).await else {
+                        return;
+                    };
+                    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let pieces = answer(&head, &json);
+                    seen.lock().unwrap().push((head, json));
+                    for p in pieces {
+                        if s.write_all(&p).await.is_err() {
+                            return;
+                        }
+                        let _ = s.flush().await;
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                });
+            }
+        });
+        ScriptedUpstream {
+            addr,
+            requests,
+            task,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The requests received so far: lower-cased head and JSON body.
+    pub fn requests(&self) -> Vec<(String, Value)> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for ScriptedUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// An SSE answer: the head, then `body` in pieces of `piece` bytes (cutting events and
+/// UTF-8 characters wherever they fall), the connection's end ending the body.
+pub fn sse_pieces(body: &str, piece: usize) -> Vec<Vec<u8>> {
+    let mut out = vec![
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n".to_vec(),
+    ];
+    out.extend(body.as_bytes().chunks(piece).map(<[u8]>::to_vec));
+    out
+}
+
+/// A JSON answer in one piece.
+pub fn json_answer(status: &str, body: &str) -> Vec<Vec<u8>> {
+    vec![http_response(
+        status,
+        &[
+            ("content-type", "application/json"),
+            ("connection", "close"),
+        ],
+        body.as_bytes(),
+    )]
+}
+
+/// The events of an SSE body: (event name, data).
+pub fn sse_events(body: &[u8]) -> Vec<(String, String)> {
+    let text = std::str::from_utf8(body).expect("the stream is UTF-8");
+    text.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let mut name = String::new();
+            let mut data = String::new();
+            for line in e.lines() {
+                if let Some(v) = line.strip_prefix("event: ") {
+                    name = v.to_owned();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data.push_str(v);
+                }
+            }
+            (name, data)
+        })
+        .collect()
+}

@@ -1,0 +1,664 @@
+//! OpenAI chat completions codec: client requests into the hub, the hub into upstream
+//! requests (OpenAI and OpenAI-compatible servers), and answers both ways.
+
+use serde_json::{json, Map, Value};
+
+use super::hub::{
+    Image, Message, Output, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage,
+};
+use super::json::{
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
+    up_str, up_u64,
+};
+use super::{TargetInfo, TranslateError, UpstreamShapeError};
+use crate::config::Provider;
+
+/// Fields accepted and ignored: they tune storage, billing or routing on OpenAI's side and
+/// cannot change the answer's content (TRANSLATION.md).
+const IGNORED: [&str; 6] = [
+    "store",
+    "metadata",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+    "prompt_cache_retention",
+];
+
+/// Decodes a chat completions request body.
+pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+    let o = object(v, "body")?;
+    let mut r = Request::default();
+    for (key, val) in o {
+        if val.is_null() {
+            continue;
+        }
+        let k = key.as_str();
+        match k {
+            "model" => {}
+            "messages" => decode_messages(val, &mut r)?,
+            "stream" => r.stream = boolean(val, k)?,
+            "stream_options" => {
+                r.include_usage = object(val, k)?
+                    .get("include_usage")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            }
+            "max_tokens" | "max_completion_tokens" => r.max_tokens = Some(count(val, k)?),
+            "temperature" => r.temperature = Some(number(val, k)?),
+            "top_p" => r.top_p = Some(number(val, k)?),
+            "stop" => r.stop = strings(val, k)?,
+            "user" => r.user = Some(string(val, k)?),
+            "tools" => r.tools = decode_tools(val, api)?,
+            "tool_choice" => r.tool_choice = Some(decode_tool_choice(val)?),
+            "parallel_tool_calls" => r.parallel_tool_calls = Some(boolean(val, k)?),
+            "n" if val.as_u64() == Some(1) => {}
+            "n" => {
+                return Err(unsupported(
+                    k,
+                    api,
+                    "only one choice (n = 1) can be translated",
+                ))
+            }
+            "response_format" if val.get("type").and_then(Value::as_str) == Some("text") => {}
+            "modalities" if *val == json!(["text"]) => {}
+            "frequency_penalty" | "presence_penalty" | "logprobs" | "top_logprobs"
+            | "logit_bias"
+                if is_inert(val) => {}
+            k if IGNORED.contains(&k) => {}
+            _ => return Err(unsupported(k, api, "it has no equivalent there")),
+        }
+    }
+    Ok(r)
+}
+
+fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
+    for (i, m) in array(v, "messages")?.iter().enumerate() {
+        let at = format!("messages[{i}]");
+        let o = object(m, &at)?;
+        let role = need(o, "role", &at)?.as_str().unwrap_or_default();
+        for key in o.keys() {
+            let ok = matches!(key.as_str(), "role" | "content" | "name")
+                || (role == "assistant" && matches!(key.as_str(), "tool_calls" | "refusal"))
+                || (role == "tool" && key == "tool_call_id");
+            if !ok && !o[key].is_null() {
+                return Err(invalid(format!("{at}.{key}"), "cannot be translated"));
+            }
+        }
+        let content = o.get("content").filter(|c| !c.is_null());
+        match role {
+            "system" | "developer" => {
+                let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
+                r.system
+                    .push(texts(c, &format!("{at}.content"))?.join("\n"));
+            }
+            "user" => {
+                let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
+                let parts = user_parts(c, &format!("{at}.content"))?;
+                r.messages.push(Message {
+                    role: Role::User,
+                    parts,
+                });
+            }
+            "assistant" => {
+                let mut parts = Vec::new();
+                if let Some(c) = content {
+                    parts.extend(
+                        texts(c, &format!("{at}.content"))?
+                            .into_iter()
+                            .map(Part::Text),
+                    );
+                }
+                if let Some(refusal) = o.get("refusal").and_then(Value::as_str) {
+                    parts.push(Part::Text(refusal.to_owned()));
+                }
+                if let Some(calls) = o.get("tool_calls").filter(|c| !c.is_null()) {
+                    for (j, c) in array(calls, &format!("{at}.tool_calls"))?
+                        .iter()
+                        .enumerate()
+                    {
+                        let at = format!("{at}.tool_calls[{j}]");
+                        let co = object(c, &at)?;
+                        let f = object(need(co, "function", &at)?, &format!("{at}.function"))?;
+                        parts.push(Part::ToolCall {
+                            id: string(need(co, "id", &at)?, &format!("{at}.id"))?,
+                            name: string(need(f, "name", &at)?, &format!("{at}.function.name"))?,
+                            arguments: f
+                                .get("arguments")
+                                .and_then(Value::as_str)
+                                .unwrap_or("{}")
+                                .to_owned(),
+                        });
+                    }
+                }
+                r.messages.push(Message {
+                    role: Role::Assistant,
+                    parts,
+                });
+            }
+            "tool" => {
+                let id = string(need(o, "tool_call_id", &at)?, &format!("{at}.tool_call_id"))?;
+                let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
+                let content = texts(c, &format!("{at}.content"))?
+                    .into_iter()
+                    .map(Part::Text)
+                    .collect();
+                r.messages.push(Message {
+                    role: Role::User,
+                    parts: vec![Part::ToolResult {
+                        id,
+                        content,
+                        is_error: false,
+                    }],
+                });
+            }
+            other => {
+                return Err(invalid(
+                    format!("{at}.role"),
+                    format!("role {other:?} cannot be translated"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Text-only content: a string, or text (and refusal) parts.
+fn texts(v: &Value, at: &str) -> Result<Vec<String>, TranslateError> {
+    if let Some(s) = v.as_str() {
+        return Ok(vec![s.to_owned()]);
+    }
+    let mut out = Vec::new();
+    for (i, p) in array(v, at)?.iter().enumerate() {
+        let at = format!("{at}[{i}]");
+        let o = object(p, &at)?;
+        match o.get("type").and_then(Value::as_str) {
+            Some("text") => out.push(string(need(o, "text", &at)?, &format!("{at}.text"))?),
+            Some("refusal") => {
+                out.push(string(need(o, "refusal", &at)?, &format!("{at}.refusal"))?)
+            }
+            _ => {
+                return Err(invalid(
+                    format!("{at}.type"),
+                    "only text parts are allowed here",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn user_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
+    if let Some(s) = v.as_str() {
+        return Ok(vec![Part::Text(s.to_owned())]);
+    }
+    let mut out = Vec::new();
+    for (i, p) in array(v, at)?.iter().enumerate() {
+        let at = format!("{at}[{i}]");
+        let o = object(p, &at)?;
+        match o.get("type").and_then(Value::as_str) {
+            Some("text") => out.push(Part::Text(string(
+                need(o, "text", &at)?,
+                &format!("{at}.text"),
+            )?)),
+            Some("image_url") => {
+                let img = need(o, "image_url", &at)?;
+                // `detail` is a resolution hint; the image itself is what the model sees.
+                let url = match img {
+                    Value::String(s) => s.clone(),
+                    _ => string(
+                        need(object(img, &format!("{at}.image_url"))?, "url", &at)?,
+                        &format!("{at}.image_url.url"),
+                    )?,
+                };
+                out.push(Part::Image(Image::from_url(&url)));
+            }
+            other => {
+                return Err(invalid(
+                    format!("{at}.type"),
+                    format!(
+                        "content part {:?} cannot be translated",
+                        other.unwrap_or("(none)")
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
+    let mut out = Vec::new();
+    for (i, t) in array(v, "tools")?.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        let o = object(t, &at)?;
+        if o.get("type").and_then(Value::as_str) != Some("function") {
+            return Err(unsupported(
+                format!("{at}.type"),
+                api,
+                "only function tools can be translated",
+            ));
+        }
+        let f = object(need(o, "function", &at)?, &format!("{at}.function"))?;
+        out.push(Tool {
+            name: string(need(f, "name", &at)?, &format!("{at}.function.name"))?,
+            description: f
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            parameters: f
+                .get("parameters")
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        });
+    }
+    Ok(out)
+}
+
+fn decode_tool_choice(v: &Value) -> Result<ToolChoice, TranslateError> {
+    match v {
+        Value::String(s) => match s.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "none" => Ok(ToolChoice::None),
+            "required" => Ok(ToolChoice::Required),
+            _ => Err(invalid("tool_choice", format!("unknown value {s:?}"))),
+        },
+        Value::Object(o) => o
+            .get("function")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .map(|n| ToolChoice::Named(n.to_owned()))
+            .ok_or_else(|| invalid("tool_choice", "a named choice needs function.name")),
+        _ => Err(invalid("tool_choice", "must be a string or an object")),
+    }
+}
+
+/// Encodes a hub request for an OpenAI or OpenAI-compatible chat upstream.
+pub fn encode_request(r: &Request, t: TargetInfo<'_>) -> Value {
+    let mut messages = Vec::new();
+    if !r.system.is_empty() {
+        messages.push(json!({"role": "system", "content": r.system.join("\n\n")}));
+    }
+    for m in &r.messages {
+        encode_message(m, &mut messages);
+    }
+    let mut o = Map::new();
+    o.insert("model".into(), json!(t.model));
+    o.insert("messages".into(), Value::Array(messages));
+    if r.stream {
+        o.insert("stream".into(), json!(true));
+        // Always: the gateway needs the usage for accounting and for the client's dialect.
+        o.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if let Some(n) = r.max_tokens {
+        // OpenAI's newer models refuse `max_tokens`; compatible servers often only know it.
+        let key = if t.provider == Provider::Openai {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        o.insert(key.into(), json!(n));
+    }
+    if let Some(x) = &r.temperature {
+        o.insert("temperature".into(), Value::Number(x.clone()));
+    }
+    if let Some(x) = &r.top_p {
+        o.insert("top_p".into(), Value::Number(x.clone()));
+    }
+    if !r.stop.is_empty() {
+        o.insert("stop".into(), json!(r.stop));
+    }
+    if let Some(u) = &r.user {
+        o.insert("user".into(), json!(u));
+    }
+    if !r.tools.is_empty() {
+        let tools: Vec<Value> = r
+            .tools
+            .iter()
+            .map(|t| {
+                let mut f = json!({"name": t.name, "parameters": t.parameters});
+                if let Some(d) = &t.description {
+                    f["description"] = json!(d);
+                }
+                json!({"type": "function", "function": f})
+            })
+            .collect();
+        o.insert("tools".into(), Value::Array(tools));
+        if let Some(p) = r.parallel_tool_calls {
+            o.insert("parallel_tool_calls".into(), json!(p));
+        }
+    }
+    if let Some(c) = &r.tool_choice {
+        let v = match c {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Named(n) => json!({"type": "function", "function": {"name": n}}),
+        };
+        o.insert("tool_choice".into(), v);
+    }
+    Value::Object(o)
+}
+
+fn encode_message(m: &Message, out: &mut Vec<Value>) {
+    match m.role {
+        Role::User => {
+            let mut content = Vec::new();
+            for p in &m.parts {
+                match p {
+                    Part::ToolResult {
+                        id,
+                        content: c,
+                        is_error,
+                    } => {
+                        let mut text = c
+                            .iter()
+                            .filter_map(|p| match p {
+                                Part::Text(t) => Some(t.as_str()),
+                                _ => None,
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n");
+                        if *is_error {
+                            // Chat has no error flag on tool messages: say it in the content.
+                            text = format!("Error: {text}");
+                        }
+                        out.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
+                    }
+                    Part::Text(t) => content.push(json!({"type": "text", "text": t})),
+                    Part::Image(i) => {
+                        content.push(json!({"type": "image_url", "image_url": {"url": i.to_url()}}))
+                    }
+                    Part::ToolCall { .. } => {}
+                }
+            }
+            match content.as_slice() {
+                [] => {}
+                [one] if one["type"] == "text" => {
+                    out.push(json!({"role": "user", "content": one["text"]}))
+                }
+                _ => out.push(json!({"role": "user", "content": content})),
+            }
+        }
+        Role::Assistant => {
+            let text: String = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text(t) => Some(t.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let calls: Vec<Value> = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    } => Some(json!({
+                        "id": id, "type": "function",
+                        "function": {"name": name, "arguments": arguments},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut msg = json!({"role": "assistant"});
+            msg["content"] = if text.is_empty() && !calls.is_empty() {
+                Value::Null
+            } else {
+                json!(text)
+            };
+            if !calls.is_empty() {
+                msg["tool_calls"] = Value::Array(calls);
+            }
+            out.push(msg);
+        }
+    }
+}
+
+/// Reads a chat `finish_reason`.
+pub fn stop_from(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("length") => StopReason::MaxTokens,
+        Some("tool_calls" | "function_call") => StopReason::ToolUse,
+        Some("content_filter") => StopReason::ContentFilter,
+        _ => StopReason::EndTurn,
+    }
+}
+
+pub fn finish_reason(s: StopReason) -> &'static str {
+    match s {
+        StopReason::EndTurn | StopReason::StopSequence => "stop",
+        StopReason::MaxTokens => "length",
+        StopReason::ToolUse => "tool_calls",
+        StopReason::ContentFilter => "content_filter",
+    }
+}
+
+/// Reads a chat `usage` object.
+pub fn usage_from(u: &Value) -> Usage {
+    Usage {
+        input: up_u64(u, "prompt_tokens"),
+        cache_read: u
+            .get("prompt_tokens_details")
+            .map_or(0, |d| up_u64(d, "cached_tokens")),
+        cache_creation: 0,
+        output: up_u64(u, "completion_tokens"),
+    }
+}
+
+pub fn usage_json(u: &Usage) -> Value {
+    json!({
+        "prompt_tokens": u.input,
+        "completion_tokens": u.output,
+        "total_tokens": u.input.saturating_add(u.output),
+        "prompt_tokens_details": {"cached_tokens": u.cache_read},
+    })
+}
+
+/// Decodes an upstream chat completion.
+pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
+    let choice = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| UpstreamShapeError("`choices` is empty".into()))?;
+    let msg = choice.get("message").unwrap_or(&Value::Null);
+    let mut output = Vec::new();
+    if let Some(t) = msg.get("content").and_then(Value::as_str) {
+        if !t.is_empty() {
+            output.push(Output::Text(t.to_owned()));
+        }
+    }
+    if let Some(t) = msg.get("refusal").and_then(Value::as_str) {
+        output.push(Output::Text(t.to_owned()));
+    }
+    for c in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let f = c.get("function").unwrap_or(&Value::Null);
+        output.push(Output::ToolCall {
+            id: up_str(c, "id")?.to_owned(),
+            name: up_str(f, "name")?.to_owned(),
+            arguments: f
+                .get("arguments")
+                .and_then(Value::as_str)
+                .unwrap_or("{}")
+                .to_owned(),
+        });
+    }
+    Ok(Response {
+        id: up_str(v, "id").unwrap_or("chatcmpl").to_owned(),
+        model: up_str(v, "model").unwrap_or_default().to_owned(),
+        output,
+        stop: stop_from(choice.get("finish_reason").and_then(Value::as_str)),
+        usage: v.get("usage").map(usage_from).unwrap_or_default(),
+    })
+}
+
+/// Encodes a hub answer as a chat completion.
+pub fn encode_response(r: &Response) -> Value {
+    let text: String = r
+        .output
+        .iter()
+        .filter_map(|o| match o {
+            Output::Text(t) => Some(t.as_str()),
+            Output::ToolCall { .. } => None,
+        })
+        .collect();
+    let calls: Vec<Value> = r
+        .output
+        .iter()
+        .filter_map(|o| match o {
+            Output::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some(json!({
+                "id": id, "type": "function", "function": {"name": name, "arguments": arguments},
+            })),
+            Output::Text(_) => None,
+        })
+        .collect();
+    let mut message = json!({
+        "role": "assistant",
+        "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) },
+        "refusal": null,
+    });
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    json!({
+        "id": r.id,
+        "object": "chat.completion",
+        "created": super::now_secs(),
+        "model": r.model,
+        "choices": [{
+            "index": 0,
+            "message": message,
+            "logprobs": null,
+            "finish_reason": finish_reason(r.stop),
+        }],
+        "usage": usage_json(&r.usage),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const API: &str = "Anthropic messages";
+
+    #[test]
+    fn request_round_trip_keeps_every_translated_field() {
+        let body = json!({
+            "model": "gpt",
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "developer", "content": [{"type": "text", "text": "and kind"}]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA", "detail": "low"}},
+                ]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "42"},
+            ],
+            "max_completion_tokens": 100, "temperature": 0.5, "top_p": 1, "stop": "END",
+            "user": "u1", "stream": true, "stream_options": {"include_usage": true},
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+            "tool_choice": "required", "parallel_tool_calls": false, "n": 1, "store": false,
+        });
+        let r = decode_request(&body, API).unwrap();
+        assert_eq!(r.system, vec!["be brief", "and kind"]);
+        assert_eq!(r.max_tokens, Some(100));
+        assert_eq!(r.stop, vec!["END"]);
+        assert!(r.stream && r.include_usage);
+        assert_eq!(r.tool_choice, Some(ToolChoice::Required));
+        assert_eq!(r.parallel_tool_calls, Some(false));
+        assert_eq!(r.messages.len(), 3);
+        assert!(
+            matches!(&r.messages[0].parts[1], Part::Image(Image::Base64 { media_type, .. }) if media_type == "image/png")
+        );
+        let t = TargetInfo {
+            provider: Provider::OpenaiCompatible,
+            model: "up",
+            default_max_tokens: 1,
+        };
+        let out = encode_request(&r, t);
+        assert_eq!(out["model"], "up");
+        assert_eq!(out["max_tokens"], 100);
+        assert_eq!(out["stream_options"]["include_usage"], true);
+        assert_eq!(out["messages"][0]["content"], "be brief\n\nand kind");
+        assert_eq!(
+            out["messages"][1]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,AAAA"
+        );
+        assert_eq!(
+            out["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{\"a\":1}"
+        );
+        assert_eq!(
+            out["messages"][3],
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "42"})
+        );
+        assert_eq!(out["parallel_tool_calls"], false);
+        let t = TargetInfo {
+            provider: Provider::Openai,
+            ..t
+        };
+        assert_eq!(encode_request(&r, t)["max_completion_tokens"], 100);
+    }
+
+    #[test]
+    fn untranslatable_fields_are_named() {
+        for (k, v) in [
+            ("n", json!(2)),
+            ("logprobs", json!(true)),
+            ("audio", json!({})),
+            ("seed", json!(1)),
+        ] {
+            let body = json!({"model": "m", "messages": [], k: v});
+            let e = decode_request(&body, API).unwrap_err();
+            assert!(e.to_string().contains(&format!("`{k}`")), "{e}");
+        }
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "input_audio"}]}]});
+        assert!(decode_request(&body, API)
+            .unwrap_err()
+            .to_string()
+            .contains("messages[0].content[0].type"));
+        let inert =
+            json!({"model": "m", "messages": [], "logprobs": false, "frequency_penalty": 0});
+        assert!(decode_request(&inert, API).is_ok());
+    }
+
+    #[test]
+    fn response_maps_tool_calls_usage_and_finish() {
+        let up = json!({
+            "id": "chatcmpl-1", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}},
+        });
+        let r = decode_response(&up).unwrap();
+        assert_eq!(r.stop, StopReason::ToolUse);
+        assert_eq!(
+            r.usage,
+            Usage {
+                input: 10,
+                cache_read: 4,
+                cache_creation: 0,
+                output: 3
+            }
+        );
+        let back = encode_response(&r);
+        assert_eq!(back["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(back["choices"][0]["message"]["tool_calls"][0]["id"], "c1");
+        assert_eq!(back["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+        assert_eq!(back["usage"]["total_tokens"], 13);
+    }
+}

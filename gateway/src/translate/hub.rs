@@ -1,0 +1,228 @@
+//! The hub representation every dialect is decoded into and encoded from: one pair of
+//! mappings per dialect instead of one per pair of dialects.
+//!
+//! It holds exactly what the three dialects share; what one dialect has and the hub does
+//! not is refused by that dialect's decoder (see TRANSLATION.md), never dropped here.
+
+use serde_json::{Number, Value};
+
+/// A request, dialect-neutral.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Request {
+    /// System / developer text, in order (chat `system`/`developer` messages, Responses
+    /// `instructions`, Anthropic `system`).
+    pub system: Vec<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<Tool>,
+    pub tool_choice: Option<ToolChoice>,
+    /// `Some(false)`: at most one tool call per turn.
+    pub parallel_tool_calls: Option<bool>,
+    pub max_tokens: Option<u64>,
+    pub stop: Vec<String>,
+    /// Numbers are kept as sent (no float round trip).
+    pub temperature: Option<Number>,
+    pub top_p: Option<Number>,
+    pub user: Option<String>,
+    pub stream: bool,
+    /// Chat clients only: `stream_options.include_usage` (whether the client wants the
+    /// usage chunk). Translated chat upstreams are always asked for usage.
+    pub include_usage: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    Image(Image),
+    /// An assistant's tool call; `arguments` is JSON text (chat's and Responses' form).
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// A tool's answer, in a user turn.
+    ToolResult {
+        id: String,
+        /// Text and image parts.
+        content: Vec<Part>,
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Image {
+    Url(String),
+    Base64 { media_type: String, data: String },
+}
+
+impl Image {
+    /// A `data:<type>;base64,<data>` URL becomes a base64 image; any other URL stays a URL.
+    pub fn from_url(url: &str) -> Image {
+        if let Some(rest) = url.strip_prefix("data:") {
+            if let Some((media_type, data)) = rest.split_once(";base64,") {
+                return Image::Base64 {
+                    media_type: media_type.to_owned(),
+                    data: data.to_owned(),
+                };
+            }
+        }
+        Image::Url(url.to_owned())
+    }
+
+    /// The image as a URL (`data:` for base64), the OpenAI dialects' form.
+    pub fn to_url(&self) -> String {
+        match self {
+            Image::Url(u) => u.clone(),
+            Image::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    Auto,
+    None,
+    /// Some tool must be called (chat `required`, Anthropic `any`).
+    Required,
+    Named(String),
+}
+
+/// A complete (non-streaming) answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub id: String,
+    pub model: String,
+    pub output: Vec<Output>,
+    pub stop: StopReason,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Text(String),
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Natural end, or a stop sequence.
+    EndTurn,
+    StopSequence,
+    MaxTokens,
+    ToolUse,
+    /// Refused or filtered.
+    ContentFilter,
+}
+
+/// Token counts. `input` is the whole prompt, cached parts included (chat's and Responses'
+/// `prompt_tokens`/`input_tokens`); Anthropic reports the uncached rest separately.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub cache_read: u64,
+    pub cache_creation: u64,
+    pub output: u64,
+}
+
+impl Usage {
+    /// Anthropic's `input_tokens`: the prompt tokens neither read from nor written to cache.
+    pub fn uncached_input(&self) -> u64 {
+        self.input
+            .saturating_sub(self.cache_read)
+            .saturating_sub(self.cache_creation)
+    }
+
+    /// For accounting (`crate::usage::Usage`): the same figures a passthrough reports.
+    pub fn accounting(&self) -> crate::usage::Usage {
+        crate::usage::Usage {
+            input: Some(self.input),
+            output: Some(self.output),
+        }
+    }
+}
+
+/// One step of a streamed answer, as decoded from the upstream's events.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The answer began.
+    Start {
+        id: String,
+        model: String,
+    },
+    /// Text of the current (or a new) text block.
+    Text(String),
+    /// A tool call began; its arguments follow as [`Event::ToolArgs`].
+    ToolCallStart {
+        id: String,
+        name: String,
+    },
+    ToolArgs(String),
+    Stop(StopReason),
+    /// Usage so far (a later report replaces an earlier one field by field upstream-side;
+    /// decoders send complete figures).
+    Usage(Usage),
+    /// The upstream reported an error mid-stream.
+    Error {
+        kind: String,
+        message: String,
+    },
+    /// The answer is complete.
+    End,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_urls_become_base64() {
+        let i = Image::from_url("data:image/png;base64,AAAA");
+        assert_eq!(
+            i,
+            Image::Base64 {
+                media_type: "image/png".into(),
+                data: "AAAA".into()
+            }
+        );
+        assert_eq!(i.to_url(), "data:image/png;base64,AAAA");
+        assert_eq!(
+            Image::from_url("https://x/y.png"),
+            Image::Url("https://x/y.png".into())
+        );
+    }
+
+    #[test]
+    fn uncached_input_never_underflows() {
+        let u = Usage {
+            input: 10,
+            cache_read: 7,
+            cache_creation: 5,
+            output: 1,
+        };
+        assert_eq!(u.uncached_input(), 0);
+    }
+}

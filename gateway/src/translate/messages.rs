@@ -1,0 +1,668 @@
+//! Anthropic messages codec: client requests into the hub, the hub into upstream requests
+//! (with Anthropic's turn rules), and answers both ways.
+
+use serde_json::{json, Map, Value};
+
+use super::hub::{
+    Image, Message, Output, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage,
+};
+use super::json::{
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
+    up_str, up_u64,
+};
+use super::{TargetInfo, TranslateError, UpstreamShapeError};
+
+/// Decodes an Anthropic messages request body.
+pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+    let o = object(v, "body")?;
+    let mut r = Request::default();
+    for (key, val) in o {
+        if val.is_null() {
+            continue;
+        }
+        let k = key.as_str();
+        match k {
+            "model" => {}
+            "messages" => decode_messages(val, &mut r)?,
+            "system" => r.system = block_texts(val, "system")?,
+            "max_tokens" => r.max_tokens = Some(count(val, k)?),
+            "stop_sequences" => r.stop = strings(val, k)?,
+            "temperature" => r.temperature = Some(number(val, k)?),
+            "top_p" => r.top_p = Some(number(val, k)?),
+            "stream" => r.stream = boolean(val, k)?,
+            "tools" => r.tools = decode_tools(val, api)?,
+            "tool_choice" => decode_tool_choice(val, &mut r)?,
+            "metadata" => {
+                let m = object(val, k)?;
+                if let Some(u) = m.get("user_id").filter(|u| !u.is_null()) {
+                    r.user = Some(string(u, "metadata.user_id")?);
+                }
+            }
+            // Priority/latency tier: cannot change the answer.
+            "service_tier" => {}
+            "thinking" if val.get("type").and_then(Value::as_str) == Some("disabled") => {}
+            "top_k" | "thinking" | "container" | "mcp_servers" | "context_management"
+                if is_inert(val) => {}
+            _ => return Err(unsupported(k, api, "it has no equivalent there")),
+        }
+    }
+    Ok(r)
+}
+
+/// `system` and tool-result style content: a string or text blocks.
+fn block_texts(v: &Value, at: &str) -> Result<Vec<String>, TranslateError> {
+    if let Some(s) = v.as_str() {
+        return Ok(vec![s.to_owned()]);
+    }
+    array(v, at)?
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let at = format!("{at}[{i}]");
+            let o = object(b, &at)?;
+            if o.get("type").and_then(Value::as_str) != Some("text") {
+                return Err(invalid(
+                    format!("{at}.type"),
+                    "only text blocks are allowed here",
+                ));
+            }
+            string(need(o, "text", &at)?, &format!("{at}.text"))
+        })
+        .collect()
+}
+
+fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
+    for (i, m) in array(v, "messages")?.iter().enumerate() {
+        let at = format!("messages[{i}]");
+        let o = object(m, &at)?;
+        let role = match need(o, "role", &at)?.as_str() {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => {
+                return Err(invalid(
+                    format!("{at}.role"),
+                    "must be \"user\" or \"assistant\"",
+                ))
+            }
+        };
+        let content = need(o, "content", &at)?;
+        let parts = match content {
+            Value::String(s) => vec![Part::Text(s.clone())],
+            _ => array(content, &format!("{at}.content"))?
+                .iter()
+                .enumerate()
+                .map(|(j, b)| decode_block(b, &format!("{at}.content[{j}]")))
+                .collect::<Result<_, _>>()?,
+        };
+        r.messages.push(Message { role, parts });
+    }
+    Ok(())
+}
+
+fn decode_block(b: &Value, at: &str) -> Result<Part, TranslateError> {
+    let o = object(b, at)?;
+    // `cache_control` is a caching hint: it never changes the answer.
+    match o.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(Part::Text(string(
+            need(o, "text", at)?,
+            &format!("{at}.text"),
+        )?)),
+        Some("image") => {
+            decode_image(need(o, "source", at)?, &format!("{at}.source")).map(Part::Image)
+        }
+        Some("tool_use") => Ok(Part::ToolCall {
+            id: string(need(o, "id", at)?, &format!("{at}.id"))?,
+            name: string(need(o, "name", at)?, &format!("{at}.name"))?,
+            arguments: serde_json::to_string(o.get("input").unwrap_or(&json!({})))
+                .expect("a JSON value serializes"),
+        }),
+        Some("tool_result") => {
+            let content = match o.get("content").filter(|c| !c.is_null()) {
+                None => Vec::new(),
+                Some(Value::String(s)) => vec![Part::Text(s.clone())],
+                Some(c) => array(c, &format!("{at}.content"))?
+                    .iter()
+                    .enumerate()
+                    .map(|(k, b)| {
+                        let at = format!("{at}.content[{k}]");
+                        match decode_block(b, &at)? {
+                            p @ (Part::Text(_) | Part::Image(_)) => Ok(p),
+                            _ => Err(invalid(at, "a tool result holds text and images only")),
+                        }
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
+            Ok(Part::ToolResult {
+                id: string(need(o, "tool_use_id", at)?, &format!("{at}.tool_use_id"))?,
+                content,
+                is_error: o.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+            })
+        }
+        other => Err(invalid(
+            format!("{at}.type"),
+            format!(
+                "content block {:?} cannot be translated",
+                other.unwrap_or("(none)")
+            ),
+        )),
+    }
+}
+
+fn decode_image(src: &Value, at: &str) -> Result<Image, TranslateError> {
+    let o = object(src, at)?;
+    match o.get("type").and_then(Value::as_str) {
+        Some("base64") => Ok(Image::Base64 {
+            media_type: string(need(o, "media_type", at)?, &format!("{at}.media_type"))?,
+            data: string(need(o, "data", at)?, &format!("{at}.data"))?,
+        }),
+        Some("url") => Ok(Image::Url(string(
+            need(o, "url", at)?,
+            &format!("{at}.url"),
+        )?)),
+        _ => Err(invalid(
+            format!("{at}.type"),
+            "only base64 and url image sources can be translated",
+        )),
+    }
+}
+
+fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
+    let mut out = Vec::new();
+    for (i, t) in array(v, "tools")?.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        let o = object(t, &at)?;
+        match o.get("type").and_then(Value::as_str) {
+            None | Some("custom") => {}
+            Some(_) => {
+                return Err(unsupported(
+                    format!("{at}.type"),
+                    api,
+                    "Anthropic server tools run only on Anthropic",
+                ))
+            }
+        }
+        out.push(Tool {
+            name: string(need(o, "name", &at)?, &format!("{at}.name"))?,
+            description: o
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            parameters: need(o, "input_schema", &at)?.clone(),
+        });
+    }
+    Ok(out)
+}
+
+fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
+    let o = object(v, "tool_choice")?;
+    if o.get("disable_parallel_tool_use").and_then(Value::as_bool) == Some(true) {
+        r.parallel_tool_calls = Some(false);
+    }
+    r.tool_choice = Some(match o.get("type").and_then(Value::as_str) {
+        Some("auto") => ToolChoice::Auto,
+        Some("any") => ToolChoice::Required,
+        Some("none") => ToolChoice::None,
+        Some("tool") => {
+            ToolChoice::Named(string(need(o, "name", "tool_choice")?, "tool_choice.name")?)
+        }
+        _ => {
+            return Err(invalid(
+                "tool_choice.type",
+                "must be auto, any, tool or none",
+            ))
+        }
+    });
+    Ok(())
+}
+
+/// Encodes a hub request for an Anthropic upstream: consecutive same-role messages merge
+/// into one turn (Anthropic needs alternating turns); `max_tokens` falls back to the
+/// configured default.
+pub fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, TranslateError> {
+    let mut messages: Vec<Value> = Vec::new();
+    let mut last_role = None;
+    for (i, m) in r.messages.iter().enumerate() {
+        let blocks = m
+            .parts
+            .iter()
+            .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+            .map(|p| encode_block(p, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        if blocks.is_empty() {
+            continue;
+        }
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        if last_role == Some(role) {
+            let prev = messages.last_mut().expect("a previous turn exists");
+            prev["content"]
+                .as_array_mut()
+                .expect("content is an array")
+                .extend(blocks);
+        } else {
+            messages.push(json!({"role": role, "content": blocks}));
+            last_role = Some(role);
+        }
+    }
+    let mut o = Map::new();
+    o.insert("model".into(), json!(t.model));
+    o.insert(
+        "max_tokens".into(),
+        json!(r.max_tokens.unwrap_or(t.default_max_tokens)),
+    );
+    o.insert("messages".into(), Value::Array(messages));
+    if !r.system.is_empty() {
+        let blocks: Vec<Value> = r
+            .system
+            .iter()
+            .map(|s| json!({"type": "text", "text": s}))
+            .collect();
+        o.insert("system".into(), Value::Array(blocks));
+    }
+    if r.stream {
+        o.insert("stream".into(), json!(true));
+    }
+    if !r.stop.is_empty() {
+        o.insert("stop_sequences".into(), json!(r.stop));
+    }
+    if let Some(x) = &r.temperature {
+        o.insert("temperature".into(), Value::Number(x.clone()));
+    }
+    if let Some(x) = &r.top_p {
+        o.insert("top_p".into(), Value::Number(x.clone()));
+    }
+    if let Some(u) = &r.user {
+        o.insert("metadata".into(), json!({"user_id": u}));
+    }
+    if !r.tools.is_empty() {
+        let tools: Vec<Value> = r
+            .tools
+            .iter()
+            .map(|t| {
+                let mut v = json!({"name": t.name, "input_schema": t.parameters});
+                if let Some(d) = &t.description {
+                    v["description"] = json!(d);
+                }
+                v
+            })
+            .collect();
+        o.insert("tools".into(), Value::Array(tools));
+        let mut choice = match &r.tool_choice {
+            None | Some(ToolChoice::Auto) => json!({"type": "auto"}),
+            Some(ToolChoice::None) => json!({"type": "none"}),
+            Some(ToolChoice::Required) => json!({"type": "any"}),
+            Some(ToolChoice::Named(n)) => json!({"type": "tool", "name": n}),
+        };
+        if r.parallel_tool_calls == Some(false) && choice["type"] != "none" {
+            choice["disable_parallel_tool_use"] = json!(true);
+        }
+        if r.tool_choice.is_some() || r.parallel_tool_calls == Some(false) {
+            o.insert("tool_choice".into(), choice);
+        }
+    }
+    Ok(Value::Object(o))
+}
+
+fn encode_block(p: &Part, i: usize) -> Result<Value, TranslateError> {
+    Ok(match p {
+        Part::Text(t) => json!({"type": "text", "text": t}),
+        Part::Image(img) => json!({"type": "image", "source": image_source(img)}),
+        Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            // Anthropic takes the arguments as an object; an empty string means none.
+            let input: Value = if arguments.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(arguments).map_err(|_| {
+                    invalid(
+                        format!("messages[{i}] tool call {id:?} arguments"),
+                        "must be a JSON object",
+                    )
+                })?
+            };
+            json!({"type": "tool_use", "id": id, "name": name, "input": input})
+        }
+        Part::ToolResult {
+            id,
+            content,
+            is_error,
+        } => {
+            let blocks: Vec<Value> = content
+                .iter()
+                .map(|c| match c {
+                    Part::Image(img) => json!({"type": "image", "source": image_source(img)}),
+                    Part::Text(t) => json!({"type": "text", "text": t}),
+                    _ => Value::Null,
+                })
+                .filter(|v| !v.is_null())
+                .collect();
+            let mut v = json!({"type": "tool_result", "tool_use_id": id, "content": blocks});
+            if *is_error {
+                v["is_error"] = json!(true);
+            }
+            v
+        }
+    })
+}
+
+fn image_source(i: &Image) -> Value {
+    match i {
+        Image::Url(u) => json!({"type": "url", "url": u}),
+        Image::Base64 { media_type, data } => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+    }
+}
+
+pub fn stop_from(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("max_tokens" | "model_context_window_exceeded") => StopReason::MaxTokens,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("stop_sequence") => StopReason::StopSequence,
+        Some("refusal") => StopReason::ContentFilter,
+        _ => StopReason::EndTurn,
+    }
+}
+
+pub fn stop_reason(s: StopReason) -> &'static str {
+    match s {
+        StopReason::EndTurn => "end_turn",
+        StopReason::StopSequence => "stop_sequence",
+        StopReason::MaxTokens => "max_tokens",
+        StopReason::ToolUse => "tool_use",
+        StopReason::ContentFilter => "refusal",
+    }
+}
+
+/// Reads an Anthropic `usage` object: its `input_tokens` excludes cache reads and writes.
+pub fn usage_from(u: &Value) -> Usage {
+    let cache_read = up_u64(u, "cache_read_input_tokens");
+    let cache_creation = up_u64(u, "cache_creation_input_tokens");
+    Usage {
+        input: up_u64(u, "input_tokens")
+            .saturating_add(cache_read)
+            .saturating_add(cache_creation),
+        cache_read,
+        cache_creation,
+        output: up_u64(u, "output_tokens"),
+    }
+}
+
+pub fn usage_json(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.uncached_input(),
+        "output_tokens": u.output,
+        "cache_read_input_tokens": u.cache_read,
+        "cache_creation_input_tokens": u.cache_creation,
+    })
+}
+
+/// Decodes an upstream Anthropic message.
+pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
+    let mut output = Vec::new();
+    let content = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| UpstreamShapeError("`content` is missing".into()))?;
+    for b in content {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => output.push(Output::Text(up_str(b, "text")?.to_owned())),
+            Some("tool_use") => output.push(Output::ToolCall {
+                id: up_str(b, "id")?.to_owned(),
+                name: up_str(b, "name")?.to_owned(),
+                arguments: serde_json::to_string(b.get("input").unwrap_or(&json!({})))
+                    .expect("a JSON value serializes"),
+            }),
+            // Thinking blocks are never asked for on a translated request.
+            _ => {}
+        }
+    }
+    Ok(Response {
+        id: up_str(v, "id").unwrap_or("msg").to_owned(),
+        model: up_str(v, "model").unwrap_or_default().to_owned(),
+        output,
+        stop: stop_from(v.get("stop_reason").and_then(Value::as_str)),
+        usage: v.get("usage").map(usage_from).unwrap_or_default(),
+    })
+}
+
+/// Encodes a hub answer as an Anthropic message.
+pub fn encode_response(r: &Response) -> Value {
+    let content: Vec<Value> = r
+        .output
+        .iter()
+        .map(|o| match o {
+            Output::Text(t) => json!({"type": "text", "text": t}),
+            Output::ToolCall {
+                id,
+                name,
+                arguments,
+            } => json!({
+                "type": "tool_use", "id": id, "name": name, "input": tool_input(arguments),
+            }),
+        })
+        .collect();
+    json!({
+        "id": r.id,
+        "type": "message",
+        "role": "assistant",
+        "model": r.model,
+        "content": content,
+        "stop_reason": stop_reason(r.stop),
+        "stop_sequence": null,
+        "usage": usage_json(&r.usage),
+    })
+}
+
+/// Tool arguments from an OpenAI upstream as Anthropic's `input` object. Models sometimes
+/// emit invalid JSON; it is kept under `_raw` rather than lost.
+fn tool_input(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return json!({});
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => json!({"_raw": arguments}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Provider;
+
+    const API: &str = "OpenAI chat completions";
+
+    fn target() -> TargetInfo<'static> {
+        TargetInfo {
+            provider: Provider::Anthropic,
+            model: "claude-up",
+            default_max_tokens: 777,
+        }
+    }
+
+    #[test]
+    fn request_decodes_blocks_tools_and_metadata() {
+        let body = json!({
+            "model": "c", "max_tokens": 50, "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "QQ=="}},
+                ]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": 1}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": true}]},
+            ],
+            "stop_sequences": ["X"], "metadata": {"user_id": "u"},
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+            "tool_choice": {"type": "any", "disable_parallel_tool_use": true},
+        });
+        let r = decode_request(&body, API).unwrap();
+        assert_eq!(r.system, vec!["sys"]);
+        assert_eq!(r.user.as_deref(), Some("u"));
+        assert_eq!(r.tool_choice, Some(ToolChoice::Required));
+        assert_eq!(r.parallel_tool_calls, Some(false));
+        assert_eq!(
+            r.messages[1].parts[0],
+            Part::ToolCall {
+                id: "t1".into(),
+                name: "f".into(),
+                arguments: "{\"x\":1}".into()
+            }
+        );
+        let chat = super::super::chat::encode_request(
+            &r,
+            TargetInfo {
+                provider: Provider::Openai,
+                ..target()
+            },
+        );
+        assert_eq!(
+            chat["messages"][1]["content"][1]["image_url"]["url"],
+            "data:image/jpeg;base64,QQ=="
+        );
+        assert_eq!(chat["messages"][3]["content"], "Error: ok");
+        assert_eq!(chat["stop"], json!(["X"]));
+        assert_eq!(chat["user"], "u");
+        assert_eq!(chat["tool_choice"], "required");
+        assert_eq!(chat["parallel_tool_calls"], false);
+    }
+
+    #[test]
+    fn encode_merges_turns_and_defaults_max_tokens() {
+        let r = Request {
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::Text("a".into())],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::Text("b".into())],
+                },
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![
+                        Part::Text(String::new()),
+                        Part::ToolCall {
+                            id: "c".into(),
+                            name: "f".into(),
+                            arguments: String::new(),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::ToolResult {
+                        id: "c".into(),
+                        content: vec![Part::Text("1".into())],
+                        is_error: false,
+                    }],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::ToolResult {
+                        id: "d".into(),
+                        content: vec![],
+                        is_error: false,
+                    }],
+                },
+            ],
+            tools: vec![Tool {
+                name: "f".into(),
+                description: None,
+                parameters: json!({}),
+            }],
+            parallel_tool_calls: Some(false),
+            ..Request::default()
+        };
+        let v = encode_request(&r, target()).unwrap();
+        assert_eq!(v["max_tokens"], 777);
+        let m = v["messages"].as_array().unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            m[1]["content"][0],
+            json!({"type": "tool_use", "id": "c", "name": "f", "input": {}})
+        );
+        assert_eq!(m[2]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            v["tool_choice"],
+            json!({"type": "auto", "disable_parallel_tool_use": true})
+        );
+    }
+
+    #[test]
+    fn bad_tool_arguments_are_refused() {
+        let r = Request {
+            messages: vec![Message {
+                role: Role::Assistant,
+                parts: vec![Part::ToolCall {
+                    id: "c".into(),
+                    name: "f".into(),
+                    arguments: "{nope".into(),
+                }],
+            }],
+            ..Request::default()
+        };
+        assert!(encode_request(&r, target())
+            .unwrap_err()
+            .to_string()
+            .contains("arguments"));
+    }
+
+    #[test]
+    fn untranslatable_fields_are_named() {
+        for (k, v) in [
+            ("top_k", json!(5)),
+            (
+                "thinking",
+                json!({"type": "enabled", "budget_tokens": 1000}),
+            ),
+        ] {
+            let body = json!({"model": "m", "max_tokens": 1, "messages": [], k: v});
+            assert!(decode_request(&body, API)
+                .unwrap_err()
+                .to_string()
+                .contains(&format!("`{k}`")));
+        }
+        let body = json!({"model": "m", "max_tokens": 1, "messages": [], "tools": [{"type": "web_search_20250305", "name": "web_search"}]});
+        assert!(decode_request(&body, API)
+            .unwrap_err()
+            .to_string()
+            .contains("tools[0].type"));
+    }
+
+    #[test]
+    fn response_usage_counts_cache_in_input() {
+        let up = json!({"id": "msg_1", "model": "c", "content": [{"type": "text", "text": "hi"}, {"type": "tool_use", "id": "t", "name": "f", "input": {"a": 1}}],
+            "stop_reason": "max_tokens", "usage": {"input_tokens": 5, "output_tokens": 2, "cache_read_input_tokens": 10, "cache_creation_input_tokens": 1}});
+        let r = decode_response(&up).unwrap();
+        assert_eq!(
+            r.usage,
+            Usage {
+                input: 16,
+                cache_read: 10,
+                cache_creation: 1,
+                output: 2
+            }
+        );
+        assert_eq!(r.stop, StopReason::MaxTokens);
+        let back = encode_response(&r);
+        assert_eq!(back["usage"]["input_tokens"], 5);
+        assert_eq!(back["content"][1]["input"], json!({"a": 1}));
+        assert_eq!(back["stop_reason"], "max_tokens");
+        let chat = super::super::chat::encode_response(&r);
+        assert_eq!(chat["usage"]["prompt_tokens"], 16);
+        assert_eq!(chat["choices"][0]["finish_reason"], "length");
+        assert_eq!(
+            chat["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+            "{\"a\":1}"
+        );
+    }
+}

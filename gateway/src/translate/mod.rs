@@ -1,0 +1,149 @@
+//! Translation between the client dialects, for targets whose provider speaks another API.
+//!
+//! A dialect the target speaks never comes here: it is passed through byte for byte
+//! (`crate::proxy`). Everything else goes through one hub representation ([`hub`]): each
+//! dialect's codec decodes into it and encodes out of it, so a new dialect costs one pair
+//! of mappings rather than one per other dialect.
+//!
+//! - [`chat`], [`messages`], [`responses`]: each dialect's request and response codec.
+//! - [`stream`]: event-by-event stream translation (upstream decoders, client encoders).
+//! - [`errors`]: upstream error bodies re-rendered in the client's envelope.
+//!
+//! What cannot be translated without changing the answer is refused with a 400 naming the
+//! field ([`TranslateError`]); TRANSLATION.md lists the policy field by field.
+
+pub mod chat;
+pub mod errors;
+pub mod hub;
+mod json;
+pub mod messages;
+pub mod responses;
+pub mod stream;
+
+use bytes::Bytes;
+
+use crate::config::Provider;
+use crate::dialect::Dialect;
+
+/// A client request that cannot be translated: answered with a 400 in the client's dialect.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TranslateError {
+    /// A field with no equivalent in the target's API: dropping it would change the answer.
+    #[error("`{field}` is not supported by this model's upstream ({upstream} API): {why}")]
+    Unsupported {
+        field: String,
+        upstream: &'static str,
+        why: &'static str,
+    },
+    /// A field of the wrong shape (the upstream would have refused it too).
+    #[error("`{field}`: {why}")]
+    Invalid { field: String, why: String },
+}
+
+/// An upstream answer that does not have the shape its dialect promises: a 502.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the upstream answer could not be translated: {0}")]
+pub struct UpstreamShapeError(pub String);
+
+/// What a target needs to know to encode a request for its upstream.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetInfo<'a> {
+    pub provider: Provider,
+    /// The upstream model name.
+    pub model: &'a str,
+    /// `max_tokens` to send to Anthropic when the client sent none.
+    pub default_max_tokens: u64,
+}
+
+/// The label naming a translation in the access log, e.g. `messages->chat`.
+pub const fn label(client: Dialect, upstream: Dialect) -> &'static str {
+    match (client, upstream) {
+        (Dialect::Messages, Dialect::Chat) => "messages->chat",
+        (Dialect::Chat, Dialect::Messages) => "chat->messages",
+        (Dialect::Responses, Dialect::Messages) => "responses->messages",
+        (Dialect::Responses, Dialect::Chat) => "responses->chat",
+        (Dialect::Messages, Dialect::Responses) => "messages->responses",
+        (Dialect::Chat, Dialect::Responses) => "chat->responses",
+        _ => "none",
+    }
+}
+
+/// Decodes a client body of `client` dialect into the hub. `upstream` only names the
+/// target's API in refusals.
+pub fn decode_request(
+    client: Dialect,
+    upstream: Dialect,
+    body: &[u8],
+) -> Result<hub::Request, TranslateError> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| TranslateError::Invalid {
+            field: "body".into(),
+            why: format!("not valid JSON ({e})"),
+        })?;
+    let api = api_name(upstream);
+    match client {
+        Dialect::Chat => chat::decode_request(&v, api),
+        Dialect::Messages => messages::decode_request(&v, api),
+        Dialect::Responses => responses::decode_request(&v, api),
+    }
+}
+
+/// Encodes a hub request in the `upstream` dialect for `target`.
+pub fn encode_request(
+    upstream: Dialect,
+    req: &hub::Request,
+    target: TargetInfo<'_>,
+) -> Result<Bytes, TranslateError> {
+    let v = match upstream {
+        Dialect::Chat => chat::encode_request(req, target),
+        Dialect::Messages => messages::encode_request(req, target)?,
+        Dialect::Responses => unreachable!("no provider is translated to Responses"),
+    };
+    Ok(Bytes::from(
+        serde_json::to_vec(&v).expect("a JSON value serializes"),
+    ))
+}
+
+/// Translates a complete successful upstream body (in `upstream` dialect) for the client.
+pub fn translate_response(
+    client: Dialect,
+    upstream: Dialect,
+    body: &[u8],
+) -> Result<(Bytes, hub::Usage), UpstreamShapeError> {
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| UpstreamShapeError(format!("the body is not JSON ({e})")))?;
+    let resp = match upstream {
+        Dialect::Chat => chat::decode_response(&v)?,
+        Dialect::Messages => messages::decode_response(&v)?,
+        Dialect::Responses => {
+            return Err(UpstreamShapeError(
+                "Responses upstreams are not translated".into(),
+            ))
+        }
+    };
+    let out = match client {
+        Dialect::Chat => chat::encode_response(&resp),
+        Dialect::Messages => messages::encode_response(&resp),
+        Dialect::Responses => responses::encode_response(&resp),
+    };
+    Ok((
+        Bytes::from(serde_json::to_vec(&out).expect("a JSON value serializes")),
+        resp.usage,
+    ))
+}
+
+/// The API name used in refusals.
+const fn api_name(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Chat => "OpenAI chat completions",
+        Dialect::Messages => "Anthropic messages",
+        Dialect::Responses => "OpenAI responses",
+    }
+}
+
+/// Seconds since the Unix epoch, for `created` fields.
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,243 @@
+//! Upstream stream decoders: chat chunks and Anthropic events into hub events.
+
+use serde_json::Value;
+
+use crate::dialect::Dialect;
+use crate::sse::SseEvent;
+use crate::translate::hub::{Event, Usage};
+use crate::translate::{chat, messages};
+
+pub enum Decoder {
+    Chat(ChatDecoder),
+    Messages(MessagesDecoder),
+}
+
+impl Decoder {
+    pub fn new(upstream: Dialect) -> Decoder {
+        match upstream {
+            Dialect::Messages => Decoder::Messages(MessagesDecoder::default()),
+            // No provider streams Responses to a translated client.
+            Dialect::Chat | Dialect::Responses => Decoder::Chat(ChatDecoder::default()),
+        }
+    }
+
+    pub fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
+        match self {
+            Decoder::Chat(d) => d.decode(ev, out),
+            Decoder::Messages(d) => d.decode(ev, out),
+        }
+    }
+
+    /// Whether the answer is complete although its terminator never came.
+    pub fn complete_without_terminator(&self) -> bool {
+        match self {
+            // Some compatible servers end after the finish (and usage) chunk without [DONE].
+            Decoder::Chat(d) => d.stopped,
+            Decoder::Messages(_) => false,
+        }
+    }
+}
+
+fn error_event(v: &Value) -> Event {
+    let err = v.get("error").unwrap_or(v);
+    Event::Error {
+        kind: err
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("api_error")
+            .to_owned(),
+        message: err
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("upstream error")
+            .to_owned(),
+    }
+}
+
+#[derive(Default)]
+pub struct ChatDecoder {
+    started: bool,
+    stopped: bool,
+    /// Chat `tool_calls[].index` values already started, in order.
+    tools: Vec<u64>,
+}
+
+impl ChatDecoder {
+    fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
+        if ev.data == b"[DONE]" {
+            out.push(Event::End);
+            return;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(ev.data) else {
+            out.push(Event::Error {
+                kind: "api_error".into(),
+                message: "the upstream sent an event that is not JSON".into(),
+            });
+            return;
+        };
+        if v.get("error").is_some_and(|e| !e.is_null()) {
+            out.push(error_event(&v));
+            return;
+        }
+        if !self.started {
+            self.started = true;
+            out.push(Event::Start {
+                id: v
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("chatcmpl")
+                    .to_owned(),
+                model: v
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            });
+        }
+        if let Some(choice) = v.get("choices").and_then(|c| c.get(0)) {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            for key in ["content", "refusal"] {
+                if let Some(t) = delta.get(key).and_then(Value::as_str) {
+                    if !t.is_empty() {
+                        out.push(Event::Text(t.to_owned()));
+                    }
+                }
+            }
+            for tc in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let index = tc.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let f = tc.get("function").unwrap_or(&Value::Null);
+                if !self.tools.contains(&index) {
+                    self.tools.push(index);
+                    out.push(Event::ToolCallStart {
+                        id: tc
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                        name: f
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    });
+                }
+                if let Some(a) = f.get("arguments").and_then(Value::as_str) {
+                    if !a.is_empty() {
+                        out.push(Event::ToolArgs(a.to_owned()));
+                    }
+                }
+            }
+            if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.stopped = true;
+                out.push(Event::Stop(chat::stop_from(Some(r))));
+            }
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            out.push(Event::Usage(chat::usage_from(u)));
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct MessagesDecoder {
+    /// Usage so far: `message_start` has the input, `message_delta` the final output.
+    usage: Usage,
+}
+
+impl MessagesDecoder {
+    fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
+        let Ok(v) = serde_json::from_slice::<Value>(ev.data) else {
+            out.push(Event::Error {
+                kind: "api_error".into(),
+                message: "the upstream sent an event that is not JSON".into(),
+            });
+            return;
+        };
+        let s = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match v.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "message_start" => {
+                let m = v.get("message").unwrap_or(&Value::Null);
+                out.push(Event::Start {
+                    id: s(m, "id"),
+                    model: s(m, "model"),
+                });
+                if let Some(u) = m.get("usage") {
+                    self.merge(u);
+                    out.push(Event::Usage(self.usage));
+                }
+            }
+            "content_block_start" => {
+                let b = v.get("content_block").unwrap_or(&Value::Null);
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let t = s(b, "text");
+                        if !t.is_empty() {
+                            out.push(Event::Text(t));
+                        }
+                    }
+                    Some("tool_use") => out.push(Event::ToolCallStart {
+                        id: s(b, "id"),
+                        name: s(b, "name"),
+                    }),
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let d = v.get("delta").unwrap_or(&Value::Null);
+                match d.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => out.push(Event::Text(s(d, "text"))),
+                    Some("input_json_delta") => {
+                        let a = s(d, "partial_json");
+                        if !a.is_empty() {
+                            out.push(Event::ToolArgs(a));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = v
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    out.push(Event::Stop(messages::stop_from(Some(r))));
+                }
+                if let Some(u) = v.get("usage") {
+                    self.merge(u);
+                    out.push(Event::Usage(self.usage));
+                }
+            }
+            "message_stop" => out.push(Event::End),
+            "error" => out.push(error_event(&v)),
+            _ => {} // ping, content_block_stop, unknown future events
+        }
+    }
+
+    /// Later figures win field by field (`message_delta` counts are cumulative).
+    fn merge(&mut self, u: &Value) {
+        let get = |k: &str| u.get(k).and_then(Value::as_u64);
+        let old = self.usage;
+        let uncached = get("input_tokens").unwrap_or(old.uncached_input());
+        let cache_read = get("cache_read_input_tokens").unwrap_or(old.cache_read);
+        let cache_creation = get("cache_creation_input_tokens").unwrap_or(old.cache_creation);
+        self.usage = Usage {
+            input: uncached
+                .saturating_add(cache_read)
+                .saturating_add(cache_creation),
+            cache_read,
+            cache_creation,
+            output: get("output_tokens").unwrap_or(old.output),
+        };
+    }
+}

@@ -1,0 +1,200 @@
+//! Hub events into the Responses event lifecycle, every event with an increasing
+//! `sequence_number`: response.created, response.in_progress, per item output_item.added /
+//! (content_part.added, output_text.delta..., output_text.done, content_part.done |
+//! function_call_arguments.delta..., function_call_arguments.done) / output_item.done, and
+//! response.completed (or response.incomplete) carrying the whole response and its usage.
+
+use serde_json::{json, Value};
+
+use super::named_frame;
+use crate::translate::hub::{Event, StopReason, Usage};
+use crate::translate::responses::{
+    call_item, call_item_id, message_item_id, response_id, response_object, text_item,
+};
+
+enum Open {
+    Text {
+        item_id: String,
+        text: String,
+    },
+    Call {
+        call_id: String,
+        name: String,
+        args: String,
+    },
+}
+
+#[derive(Default)]
+pub struct ResponsesEncoder {
+    seq: u64,
+    started: bool,
+    upstream_id: String,
+    model: String,
+    created: u64,
+    /// Finished output items, for the final response object.
+    output: Vec<Value>,
+    open: Option<Open>,
+    stop: Option<StopReason>,
+    usage: Usage,
+}
+
+impl ResponsesEncoder {
+    fn emit(&mut self, out: &mut Vec<u8>, ty: &str, mut data: Value) {
+        data["type"] = json!(ty);
+        data["sequence_number"] = json!(self.seq);
+        self.seq += 1;
+        named_frame(out, ty, &data);
+    }
+
+    fn start(&mut self, out: &mut Vec<u8>, id: &str, model: &str) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.upstream_id = id.to_owned();
+        self.model = model.to_owned();
+        self.created = crate::translate::now_secs();
+        let resp = response_object(&response_id(id), model, self.created, Vec::new(), None);
+        self.emit(out, "response.created", json!({"response": resp.clone()}));
+        self.emit(out, "response.in_progress", json!({"response": resp}));
+    }
+
+    fn output_index(&self) -> usize {
+        self.output.len()
+    }
+
+    fn close(&mut self, out: &mut Vec<u8>) {
+        let i = self.output_index();
+        match self.open.take() {
+            None => {}
+            Some(Open::Text { item_id, text }) => {
+                let part =
+                    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []});
+                let at = json!({"item_id": item_id, "output_index": i, "content_index": 0});
+                let mut done = at.clone();
+                done["text"] = json!(text);
+                done["logprobs"] = json!([]);
+                self.emit(out, "response.output_text.done", done);
+                let mut part_done = at;
+                part_done["part"] = part;
+                self.emit(out, "response.content_part.done", part_done);
+                let item = text_item(&item_id, "completed", &text);
+                self.emit(
+                    out,
+                    "response.output_item.done",
+                    json!({"output_index": i, "item": item.clone()}),
+                );
+                self.output.push(item);
+            }
+            Some(Open::Call {
+                call_id,
+                name,
+                args,
+            }) => {
+                self.emit(
+                    out,
+                    "response.function_call_arguments.done",
+                    json!({
+                        "item_id": call_item_id(&call_id), "output_index": i,
+                        "arguments": args, "name": name,
+                    }),
+                );
+                let item = call_item(&call_id, &name, &args, "completed");
+                self.emit(
+                    out,
+                    "response.output_item.done",
+                    json!({"output_index": i, "item": item.clone()}),
+                );
+                self.output.push(item);
+            }
+        }
+    }
+
+    pub fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
+        match e {
+            Event::Start { id, model } => self.start(out, id, model),
+            Event::Text(t) => {
+                self.start(out, "", "");
+                let i = self.output_index();
+                if !matches!(self.open, Some(Open::Text { .. })) {
+                    self.close(out);
+                    let i = self.output_index();
+                    let item_id = message_item_id(&self.upstream_id, i);
+                    let item = json!({"type": "message", "id": item_id, "status": "in_progress",
+                        "role": "assistant", "content": []});
+                    self.emit(
+                        out,
+                        "response.output_item.added",
+                        json!({"output_index": i, "item": item}),
+                    );
+                    self.emit(out, "response.content_part.added", json!({
+                        "item_id": item_id, "output_index": i, "content_index": 0,
+                        "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []},
+                    }));
+                    self.open = Some(Open::Text {
+                        item_id,
+                        text: String::new(),
+                    });
+                }
+                let Some(Open::Text { item_id, text }) = &mut self.open else {
+                    unreachable!("just opened")
+                };
+                text.push_str(t);
+                let data = json!({"item_id": item_id, "output_index": i, "content_index": 0,
+                    "delta": t, "logprobs": []});
+                self.emit(out, "response.output_text.delta", data);
+            }
+            Event::ToolCallStart { id, name } => {
+                self.start(out, "", "");
+                self.close(out);
+                let i = self.output_index();
+                let item = call_item(id, name, "", "in_progress");
+                self.emit(
+                    out,
+                    "response.output_item.added",
+                    json!({"output_index": i, "item": item}),
+                );
+                self.open = Some(Open::Call {
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    args: String::new(),
+                });
+            }
+            Event::ToolArgs(a) => {
+                let i = self.output_index();
+                if let Some(Open::Call { call_id, args, .. }) = &mut self.open {
+                    args.push_str(a);
+                    let data =
+                        json!({"item_id": call_item_id(call_id), "output_index": i, "delta": a});
+                    self.emit(out, "response.function_call_arguments.delta", data);
+                }
+            }
+            Event::Stop(s) => self.stop = Some(*s),
+            Event::Usage(u) => self.usage = *u,
+            Event::Error { kind, message } => self.emit(
+                out,
+                "error",
+                json!({"code": kind, "message": message, "param": null}),
+            ),
+            Event::End => {
+                self.start(out, "", "");
+                self.close(out);
+                let stop = self.stop.unwrap_or(StopReason::EndTurn);
+                let output = std::mem::take(&mut self.output);
+                let resp = response_object(
+                    &response_id(&self.upstream_id),
+                    &self.model,
+                    self.created,
+                    output,
+                    Some((stop, &self.usage)),
+                );
+                let ty = if resp["status"] == "completed" {
+                    "response.completed"
+                } else {
+                    "response.incomplete"
+                };
+                self.emit(out, ty, json!({"response": resp}));
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Stream translation, event by event as bytes arrive: the upstream's SSE bytes are framed
+//! by the shared parser (`crate::sse`, which copes with events and UTF-8 characters split
+//! across reads), decoded into hub [`Event`]s by the upstream dialect's decoder, and encoded
+//! into the client dialect's full event lifecycle. Nothing waits for the whole answer.
+
+mod decode;
+mod encode_chat;
+mod encode_messages;
+mod encode_responses;
+
+use crate::dialect::Dialect;
+use crate::sse::SseParser;
+
+use super::hub::{Event, Usage};
+use decode::Decoder;
+use encode_chat::ChatEncoder;
+use encode_messages::MessagesEncoder;
+use encode_responses::ResponsesEncoder;
+
+/// The upstream stream ended before its answer was complete.
+#[derive(Debug, thiserror::Error)]
+#[error("upstream stream ended before the answer was complete")]
+pub struct Truncated;
+
+enum Encoder {
+    Chat(ChatEncoder),
+    Messages(MessagesEncoder),
+    Responses(ResponsesEncoder),
+}
+
+impl Encoder {
+    fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
+        match self {
+            Encoder::Chat(c) => c.encode(e, out),
+            Encoder::Messages(m) => m.encode(e, out),
+            Encoder::Responses(r) => r.encode(e, out),
+        }
+    }
+}
+
+/// One stream's translator: upstream bytes in, client bytes out.
+pub struct Translator {
+    parser: SseParser,
+    decoder: Decoder,
+    encoder: Encoder,
+    pending: Vec<Event>,
+    usage: Option<Usage>,
+    /// The answer ended (or failed): later upstream bytes are ignored.
+    done: bool,
+}
+
+impl Translator {
+    /// `include_usage`: a chat client's `stream_options.include_usage`.
+    pub fn new(client: Dialect, upstream: Dialect, include_usage: bool) -> Translator {
+        Translator {
+            parser: SseParser::new(),
+            decoder: Decoder::new(upstream),
+            encoder: match client {
+                Dialect::Chat => Encoder::Chat(ChatEncoder::new(include_usage)),
+                Dialect::Messages => Encoder::Messages(MessagesEncoder::default()),
+                Dialect::Responses => Encoder::Responses(ResponsesEncoder::default()),
+            },
+            pending: Vec::new(),
+            usage: None,
+            done: false,
+        }
+    }
+
+    /// Feeds upstream bytes; appends the client bytes they complete to `out`.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        let (parser, decoder, pending) = (&mut self.parser, &mut self.decoder, &mut self.pending);
+        parser.feed(chunk, |ev| decoder.decode(&ev, pending));
+        self.flush(out);
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        for e in self.pending.drain(..) {
+            if self.done {
+                continue;
+            }
+            if let Event::Usage(u) = &e {
+                self.usage = Some(*u);
+            }
+            self.encoder.encode(&e, out);
+            self.done = matches!(e, Event::End | Event::Error { .. });
+        }
+    }
+
+    /// The upstream body ended. A stream whose answer was complete but whose terminator
+    /// was missing (a chat stream without `[DONE]`) is finished normally; one cut earlier
+    /// is [`Truncated`].
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Truncated> {
+        if self.done {
+            return Ok(());
+        }
+        if self.decoder.complete_without_terminator() && !self.parser.is_mid_event() {
+            self.pending.push(Event::End);
+            self.flush(out);
+            return Ok(());
+        }
+        Err(Truncated)
+    }
+
+    /// Whether the answer ended (normally or with an in-stream error).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The usage reported so far, in hub terms.
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+}
+
+/// `event: <name>\ndata: <json>\n\n`.
+pub(crate) fn named_frame(out: &mut Vec<u8>, name: &str, data: &serde_json::Value) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    serde_json::to_writer(&mut *out, data).expect("a JSON value serializes");
+    out.extend_from_slice(b"\n\n");
+}
+
+/// `data: <json>\n\n`.
+pub(crate) fn data_frame(out: &mut Vec<u8>, data: &serde_json::Value) {
+    out.extend_from_slice(b"data: ");
+    serde_json::to_writer(&mut *out, data).expect("a JSON value serializes");
+    out.extend_from_slice(b"\n\n");
+}
+
+#[cfg(test)]
+mod tests;

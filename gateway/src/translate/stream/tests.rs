@@ -1,0 +1,243 @@
+//! Stream translation, fed at every split point (events and UTF-8 characters cut across
+//! reads) and checked against each dialect's lifecycle.
+
+use serde_json::Value;
+
+use super::Translator;
+use crate::dialect::Dialect;
+use crate::sse::SseParser;
+
+const ANTHROPIC_STREAM: &str = concat!(
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude\",\"content\":[],\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":3,\"output_tokens\":1}}}\n\n",
+    "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"日本\"}}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"é!\"}}\n\n",
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get\",\"input\":{}}}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":\"}}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"1}\"}}\n\n",
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":7}}\n\n",
+    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+);
+
+const CHAT_STREAM: &str = concat!(
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"日本\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"é!\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\\\":\"}}]},\"finish_reason\":null}]}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"1}\"}}]},\"finish_reason\":null}]}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":null}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\n",
+    "data: [DONE]\n\n",
+);
+
+/// Translates `stream` fed in two pieces split at `at`; returns the client events
+/// (name, data) and whether the stream finished cleanly.
+fn run(
+    client: Dialect,
+    upstream: Dialect,
+    stream: &str,
+    at: usize,
+) -> (Vec<(String, String)>, bool) {
+    let mut t = Translator::new(client, upstream, true);
+    let mut out = Vec::new();
+    let (a, b) = stream.as_bytes().split_at(at);
+    t.feed(a, &mut out);
+    t.feed(b, &mut out);
+    let ok = t.finish(&mut out).is_ok();
+    let mut events = Vec::new();
+    let mut p = SseParser::new();
+    p.feed(&out, |e| {
+        events.push((
+            String::from_utf8(e.event.to_vec()).unwrap(),
+            without_clock(std::str::from_utf8(e.data).unwrap()),
+        ))
+    });
+    assert!(!p.is_mid_event(), "output ends mid-event");
+    (events, ok)
+}
+
+/// The event with its timestamps zeroed: runs a second apart must compare equal.
+fn without_clock(data: &str) -> String {
+    let Ok(mut v) = serde_json::from_str::<Value>(data) else {
+        return data.to_owned();
+    };
+    if v.get("created").is_some() {
+        v["created"] = 0.into();
+    }
+    if v.get("response").is_some() {
+        v["response"]["created_at"] = 0.into();
+    }
+    v.to_string()
+}
+
+fn every_split(client: Dialect, upstream: Dialect, stream: &str) -> Vec<(String, String)> {
+    let whole = run(client, upstream, stream, 0);
+    assert!(whole.1);
+    for at in 1..stream.len() {
+        let split = run(client, upstream, stream, at);
+        assert!(split.1, "split at {at}");
+        // Ids and timestamps are equal too: the same translator state either way.
+        assert_eq!(split.0, whole.0, "split at {at}");
+    }
+    whole.0
+}
+
+fn json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap()
+}
+
+#[test]
+fn anthropic_to_chat_lifecycle() {
+    let ev = every_split(Dialect::Chat, Dialect::Messages, ANTHROPIC_STREAM);
+    let data: Vec<&str> = ev.iter().map(|(_, d)| d.as_str()).collect();
+    assert_eq!(data.last(), Some(&"[DONE]"));
+    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| json(d)).collect();
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "日本é!");
+    let args: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(args, "{\"a\":1}");
+    let start = chunks
+        .iter()
+        .find(|c| c["choices"][0]["delta"]["tool_calls"][0]["id"] == "toolu_1")
+        .unwrap();
+    assert_eq!(
+        start["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
+        "get"
+    );
+    let finish = &chunks[chunks.len() - 2];
+    assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
+    let usage = &chunks[chunks.len() - 1];
+    assert_eq!(usage["choices"], serde_json::json!([]));
+    assert_eq!(usage["usage"]["prompt_tokens"], 8);
+    assert_eq!(usage["usage"]["completion_tokens"], 7);
+    assert_eq!(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
+}
+
+#[test]
+fn chat_to_anthropic_lifecycle() {
+    let ev = every_split(Dialect::Messages, Dialect::Chat, CHAT_STREAM);
+    let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    for (n, d) in &ev {
+        assert_eq!(json(d)["type"], n.as_str());
+    }
+    assert_eq!(json(&ev[5].1)["content_block"]["id"], "call_1");
+    assert_eq!(json(&ev[6].1)["index"], 1);
+    let delta = json(&ev[9].1);
+    assert_eq!(delta["delta"]["stop_reason"], "tool_use");
+    assert_eq!(delta["usage"]["output_tokens"], 7);
+    assert_eq!(delta["usage"]["input_tokens"], 5);
+    assert_eq!(delta["usage"]["cache_read_input_tokens"], 3);
+}
+
+fn check_responses(ev: &[(String, String)]) -> Value {
+    let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed"
+        ]
+    );
+    for (i, (n, d)) in ev.iter().enumerate() {
+        let v = json(d);
+        assert_eq!(v["type"], n.as_str());
+        assert_eq!(v["sequence_number"], i);
+    }
+    assert_eq!(json(&ev[6].1)["text"], "日本é!");
+    assert_eq!(json(&ev[12].1)["arguments"], "{\"a\":1}");
+    json(&ev[14].1)["response"].clone()
+}
+
+#[test]
+fn anthropic_to_responses_lifecycle() {
+    let ev = every_split(Dialect::Responses, Dialect::Messages, ANTHROPIC_STREAM);
+    let r = check_responses(&ev);
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["usage"]["input_tokens"], 8);
+    assert_eq!(r["usage"]["output_tokens"], 7);
+    assert_eq!(r["output"][1]["call_id"], "toolu_1");
+}
+
+#[test]
+fn chat_to_responses_lifecycle() {
+    let ev = every_split(Dialect::Responses, Dialect::Chat, CHAT_STREAM);
+    let r = check_responses(&ev);
+    assert_eq!(r["usage"]["input_tokens_details"]["cached_tokens"], 3);
+    assert_eq!(r["output"][0]["content"][0]["text"], "日本é!");
+}
+
+#[test]
+fn usage_is_reported_in_hub_terms() {
+    let mut t = Translator::new(Dialect::Chat, Dialect::Messages, false);
+    let mut out = Vec::new();
+    t.feed(ANTHROPIC_STREAM.as_bytes(), &mut out);
+    let u = t.usage().unwrap().accounting();
+    assert_eq!((u.input, u.output), (Some(8), Some(7)));
+    // Without include_usage the client gets no usage chunk.
+    assert!(!String::from_utf8(out).unwrap().contains("\"choices\":[]"));
+}
+
+#[test]
+fn cut_streams_are_truncated_and_missing_done_is_tolerated() {
+    let cut = &ANTHROPIC_STREAM[..ANTHROPIC_STREAM.find("event: message_delta").unwrap()];
+    let (_, ok) = run(Dialect::Chat, Dialect::Messages, cut, 0);
+    assert!(!ok);
+    let no_done = CHAT_STREAM.trim_end_matches("data: [DONE]\n\n");
+    let (ev, ok) = run(Dialect::Messages, Dialect::Chat, no_done, 0);
+    assert!(ok);
+    assert_eq!(ev.last().unwrap().0, "message_stop");
+    let (_, ok) = run(Dialect::Messages, Dialect::Chat, &CHAT_STREAM[..300], 0);
+    assert!(!ok);
+}
+
+#[test]
+fn in_stream_errors_reach_the_client_in_its_dialect() {
+    let s = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n\
+             event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    let (ev, ok) = run(Dialect::Chat, Dialect::Messages, s, 0);
+    assert!(ok);
+    let last = json(&ev.last().unwrap().1);
+    assert_eq!(last["error"]["message"], "Overloaded");
+    let (ev, _) = run(Dialect::Responses, Dialect::Messages, s, 0);
+    assert_eq!(ev.last().unwrap().0, "error");
+}
