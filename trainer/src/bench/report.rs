@@ -35,7 +35,7 @@ fn f(x: Option<f64>, digits: usize) -> String {
     x.map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
-fn thousands(x: f64) -> String {
+pub(crate) fn thousands(x: f64) -> String {
     let n = x.round() as i64;
     let s = n.abs().to_string();
     let mut out = String::new();

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::callgrind::CallgrindReport;
-use super::report::CALLGRIND;
+use super::report::{thousands, CALLGRIND};
 
 /// (passthrough shape, translated shape): the same client body, the model on the dialect's
 /// own provider, then on the other one.
@@ -79,8 +79,8 @@ pub fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
                 p.shape,
                 t.shape,
                 v.name,
-                a.round(),
-                b.round(),
+                thousands(*a),
+                thousands(*b),
                 if *a > 0.0 { b / a } else { f64::NAN }
             );
         }
@@ -137,7 +137,7 @@ mod tests {
         let p = report(PAIRS[0].0, &[("plain", 1000.0), ("pgo", 800.0)]);
         let t = report(PAIRS[0].1, &[("plain", 1500.0), ("pgo", 1000.0)]);
         let md = markdown(&[(p, t)]);
-        assert!(md.contains("| plain | 1000 | 1500 | 1.500 |"), "{md}");
+        assert!(md.contains("| plain | 1,000 | 1,500 | 1.500 |"), "{md}");
         assert!(md.contains("| pgo | 800 | 1000 | 1.250 |"), "{md}");
     }
 
