@@ -138,7 +138,7 @@ mod tests {
         let t = report(PAIRS[0].1, &[("plain", 1500.0), ("pgo", 1000.0)]);
         let md = markdown(&[(p, t)]);
         assert!(md.contains("| plain | 1,000 | 1,500 | 1.500 |"), "{md}");
-        assert!(md.contains("| pgo | 800 | 1000 | 1.250 |"), "{md}");
+        assert!(md.contains("| pgo | 800 | 1,000 | 1.250 |"), "{md}");
     }
 
     #[test]
