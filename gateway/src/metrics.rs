@@ -117,6 +117,8 @@ pub struct ModelSlot {
     pub rate_limited_key: AtomicU64,
     pub rate_limited_model: AtomicU64,
     pub failovers: AtomicU64,
+    /// Requests answered by a target that got them translated.
+    pub translated: AtomicU64,
     pub upstream_connect_errors: AtomicU64,
     pub upstream_timeouts: AtomicU64,
     pub upstream_protocol_errors: AtomicU64,
@@ -257,7 +259,7 @@ impl Metrics {
             }
         }
         type Counter = fn(&ModelSlot) -> &AtomicU64;
-        let counters: [(&str, &str, &str, Counter); 10] = [
+        let counters: [(&str, &str, &str, Counter); 11] = [
             (
                 "gateway_tokens_total",
                 "Tokens reported by upstreams.",
@@ -281,6 +283,12 @@ impl Metrics {
                 "Requests retried on the next target.",
                 "",
                 |m| &m.failovers,
+            ),
+            (
+                "gateway_translated_requests_total",
+                "Requests answered by a target of another dialect (translated).",
+                "",
+                |m| &m.translated,
             ),
             (
                 "gateway_upstream_errors_total",

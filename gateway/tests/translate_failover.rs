@@ -63,6 +63,11 @@ async fn anthropic_then_openai_target_each_get_their_own_dialect() {
         Some(1.0),
         "{text}"
     );
+    assert_eq!(
+        metric(&text, "gateway_translated_requests_total{model=\"mixed\"}"),
+        Some(1.0),
+        "{text}"
+    );
 
     // A chat client on the same model: the Anthropic target translates, the OpenAI one
     // passes through; the 529 is translated only if it is the last answer.

@@ -273,6 +273,7 @@ async fn forward(
         c.upstream_ttfb = Some(start.elapsed());
         if target.translates(dialect) {
             c.translated = Some(translate::label(dialect, target.upstream));
+            slot.translated.fetch_add(1, Relaxed);
             return respond_translated(c, dialect, resp, target, plan.include_usage()).await;
         }
         return respond(c, dialect, resp, target).await;
