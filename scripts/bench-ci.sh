@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# CI's bench tier on the host chain's binaries: the valgrind ratios (report), the holdout
-# gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape exceed
-# 1.00x plain) and the soak and fault run on the plain build (scripts/soak.sh; fails on any
+# CI's bench tier on the host chain's binaries: the valgrind ratios (report), the translated
+# paths' instructions per request next to passthrough (report, callgrind-translated.md), the
+# holdout gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape
+# exceed 1.00x plain) and the soak and fault run on the plain build (scripts/soak.sh; fails on any
 # failed normal request, leaked fds or memory, or an unclean exit). The short real bench run
 # (smoke) is `cargo test -p trainer --test bench`.
 #
@@ -9,9 +10,10 @@
 #   CHAIN_OUT  a scripts/chain-local.sh output directory; without it the chain is run first
 #              into ./out/chain-local (with chain-local.sh's own persistent target dirs).
 #   TRAINER    a built trainer (default: built here, release without fat LTO)
-# Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, holdout.json, *.md.
-# About 10 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower; the
-# soak about 2).
+# Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, callgrind-<shape>.json,
+# holdout.json, *.md.
+# About 15 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower; the
+# translated pairs add three callgrind shapes, the soak about 2).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -37,6 +39,21 @@ t0=$SECONDS
 "$TRAINER" bench callgrind --shapes shapes --shape chat-nonstream-minimal "${variants[@]}" \
   --work-dir "$out/callgrind" --json "$out/callgrind.json" --markdown "$out/callgrind.md"
 echo "=== bench-ci: callgrind ratios in $((SECONDS - t0)) s"
+
+# The translated paths next to passthrough (`trainer bench translated`): each pair sends the
+# same client body, the translated shape routes its model to the other provider, so the
+# difference is the translation's cost. chat-nonstream-minimal, the first pair's passthrough
+# side, is callgrind.json above.
+t0=$SECONDS
+mapfile -t translated_shapes < <("$TRAINER" bench translated --list-shapes)
+for shape in "${translated_shapes[@]}"; do
+  [ "$shape" = chat-nonstream-minimal ] && continue
+  "$TRAINER" bench callgrind --shapes shapes --shape "$shape" "${variants[@]}" \
+    --work-dir "$out/callgrind-$shape" --json "$out/callgrind-$shape.json" \
+    --markdown "$out/callgrind-$shape.md"
+done
+"$TRAINER" bench translated --results "$out" --markdown "$out/callgrind-translated.md"
+echo "=== bench-ci: translated paths in $((SECONDS - t0)) s"
 
 t0=$SECONDS
 "$TRAINER" bench holdout --shapes shapes "${variants[@]}" \

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The project's test command (README "Testing"; .ci/run calls it). Runs every tier in order
 # and prints each tier's duration. Needs: cargo, llvm-22, bolt-22, libbolt-22-dev, nix-bin,
-# valgrind, node/npm, python3 (see .ci/run for the install line).
+# valgrind, node/npm, python3 and .venv-sdk (see .ci/run for the install lines).
 #
 # Tiers (each fails the run):
 #   lint        cargo fmt --check, clippy -D warnings
 #   cargo-test  unit + integration tests of gateway and trainer (real gateway processes
 #               against the mock upstream, fail-closed stage tests, a short real bench run)
+#   sdk         the official openai and anthropic Python SDKs (pinned, tests/sdk/requirements.txt,
+#               in .venv-sdk) against the real gateway and the mock upstream: each SDK on its
+#               own provider and translated onto the other, streaming and not, tool-call round
+#               trips, typed errors, usage (tests/sdk/run.sh)
 #   nix a-d     static checks, stub evaluation, the chain in a real Nix sandbox (instrumented
 #               build, `trainer profile` with Debian's llvm-profdata-22, PGO build gated on no
 #               hash mismatch, `trainer bolt-profile` with llvm-bolt-22, proofs), fail-closed
@@ -50,11 +54,12 @@ cargo_test() {
 }
 
 tiers=("$@")
-[ "${#tiers[@]}" -gt 0 ] || tiers=(lint cargo-test nix bench release)
+[ "${#tiers[@]}" -gt 0 ] || tiers=(lint cargo-test sdk nix bench release)
 for t in "${tiers[@]}"; do
   case $t in
     lint) tier lint lint ;;
     cargo-test) tier cargo-test cargo_test ;;
+    sdk) tier sdk tests/sdk/run.sh ;;
     stage-e2e) tier stage-e2e trainer/tests/stage-e2e.sh ;;
     crane-real) tier crane-real nix/tests/crane-real.sh "$repo/out/tier-c" ;;
     nix) tier nix nix/tests/run-all.sh a b c d ;;

@@ -154,14 +154,15 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 fn run_shapes(args: ShapesArgs) -> Result<(), Error> {
     let all = shapes::load_dir(&args.shapes)?;
     println!(
-        "{:<30} {:<9} {:<6} {:>7} {:>8} {:>4} {:<12} role",
-        "name", "dialect", "stream", "body B", "requests", "conc", "posture"
+        "{:<40} {:<9} {:<17} {:<6} {:>7} {:>8} {:>4} {:<12} role",
+        "name", "dialect", "upstream", "stream", "body B", "requests", "conc", "posture"
     );
     for s in &all {
         println!(
-            "{:<30} {:<9} {:<6} {:>7} {:>8} {:>4} {:<12} {}",
+            "{:<40} {:<9} {:<17} {:<6} {:>7} {:>8} {:>4} {:<12} {}",
             s.name,
             s.dialect,
+            s.upstream,
             s.stream,
             s.body.len(),
             s.requests,

@@ -75,13 +75,62 @@ impl Dialect {
         }
     }
 
-    /// Whether the gateway routes this dialect to an Anthropic or an OpenAI upstream.
+    /// Whether a client of this dialect speaks Anthropic's protocol (`x-api-key`,
+    /// `anthropic-version`).
     pub fn is_anthropic(self) -> bool {
         self == Dialect::Messages
+    }
+
+    /// The provider that speaks this dialect natively (passthrough, no translation).
+    pub fn native_provider(self) -> Provider {
+        match self {
+            Dialect::Chat | Dialect::Responses => Provider::OpenAi,
+            Dialect::Messages => Provider::Anthropic,
+        }
     }
 }
 
 impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// The provider of the upstream a shape's model is routed to (the gateway config's
+/// `provider`). A dialect the provider does not speak is translated by the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    /// OpenAI: chat completions and responses.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic: messages.
+    Anthropic,
+    /// An OpenAI-compatible server: chat completions only.
+    #[serde(rename = "openai-compatible")]
+    OpenAiCompatible,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAiCompatible => "openai-compatible",
+        }
+    }
+
+    /// Whether this provider serves `dialect` as is (the gateway's passthrough path).
+    pub fn speaks(self, dialect: Dialect) -> bool {
+        match self {
+            Provider::OpenAi => dialect != Dialect::Messages,
+            Provider::Anthropic => dialect == Dialect::Messages,
+            Provider::OpenAiCompatible => dialect == Dialect::Chat,
+        }
+    }
+}
+
+impl fmt::Display for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.as_str())
     }
@@ -114,7 +163,7 @@ impl fmt::Display for Posture {
     }
 }
 
-/// The raw file; every field but `posture` and `holdout` is required.
+/// The raw file; every field but `upstream`, `posture` and `holdout` is required.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ShapeFile {
@@ -124,6 +173,9 @@ struct ShapeFile {
     body: PathBuf,
     requests: u64,
     concurrency: u32,
+    /// Default: the dialect's native provider.
+    #[serde(default)]
+    upstream: Option<Provider>,
     #[serde(default)]
     posture: Posture,
     #[serde(default)]
@@ -143,6 +195,8 @@ pub struct Shape {
     pub model: String,
     pub requests: u64,
     pub concurrency: u32,
+    /// The provider the model is routed to; not the dialect's native one: translated.
+    pub upstream: Provider,
     pub posture: Posture,
     pub holdout: bool,
     /// The shape file it was loaded from.
@@ -234,10 +288,19 @@ pub fn parse(text: &str, file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
         model,
         requests: raw.requests,
         concurrency: raw.concurrency,
+        upstream: raw.upstream.unwrap_or(raw.dialect.native_provider()),
         posture: raw.posture,
         holdout: raw.holdout,
         file: file.to_owned(),
     })
+}
+
+impl Shape {
+    /// Whether the gateway translates this shape's requests (its provider speaks another
+    /// dialect).
+    pub fn is_translated(&self) -> bool {
+        !self.upstream.speaks(self.dialect)
+    }
 }
 
 /// Checks a body against the shape that sends it; returns the model it asks for.
@@ -410,6 +473,24 @@ concurrency = 2
         assert!(!s.holdout);
         assert_eq!(s.model, "m");
         assert_eq!(s.dialect.route(), "/v1/chat/completions");
+        assert_eq!(s.upstream, Provider::OpenAi);
+        assert!(!s.is_translated());
+    }
+
+    #[test]
+    fn upstream_chooses_the_provider() {
+        let s = try_parse("upstream", &format!("{GOOD}upstream = \"anthropic\"\n")).unwrap();
+        assert_eq!(s.upstream, Provider::Anthropic);
+        assert!(s.is_translated());
+        let s = try_parse(
+            "compat",
+            &format!("{GOOD}upstream = \"openai-compatible\"\n"),
+        )
+        .unwrap();
+        assert!(!s.is_translated());
+        assert!(Provider::OpenAiCompatible.speaks(Dialect::Chat));
+        assert!(!Provider::OpenAiCompatible.speaks(Dialect::Responses));
+        assert!(!Provider::OpenAi.speaks(Dialect::Messages));
     }
 
     #[test]
@@ -452,6 +533,7 @@ concurrency = 2
             ("dialect", GOOD.replace("\"chat\"", "\"gemini\"")),
             ("posture", format!("{GOOD}posture = \"fast\"\n")),
             ("holdout", format!("{GOOD}holdout = \"yes\"\n")),
+            ("upstream", format!("{GOOD}upstream = \"gemini\"\n")),
             ("rqeuests", format!("{GOOD}rqeuests = 3\n")),
             ("concurrency", GOOD.replace("concurrency = 2\n", "")),
         ]
@@ -506,6 +588,21 @@ concurrency = 2
             }
         }
         assert!(training.iter().any(|s| s.posture == Posture::RateLimited));
+        // The translated paths are hot in production: messages on an OpenAI upstream
+        // (streaming and not) and chat on an Anthropic upstream (streaming) train.
+        for (d, upstream, stream) in [
+            (Dialect::Messages, Provider::OpenAi, false),
+            (Dialect::Messages, Provider::OpenAi, true),
+            (Dialect::Chat, Provider::Anthropic, true),
+        ] {
+            assert!(
+                training
+                    .iter()
+                    .any(|s| s.dialect == d && s.upstream == upstream && s.stream == stream),
+                "no training shape for {d} on {upstream} stream={stream}"
+            );
+        }
+        assert!(!holdouts[0].is_translated());
         let bench = training
             .iter()
             .find(|s| s.name == "chat-nonstream-minimal")

@@ -13,7 +13,9 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use trainer::mock::{expected_text, expected_usage, MockConfig, MockUpstream, INPUT_TOKENS};
+use trainer::mock::{
+    expected_text, expected_usage, MockConfig, MockUpstream, INPUT_TOKENS, TOOL_RESULT_PREFIX,
+};
 
 const CHAT: &str = "/v1/chat/completions";
 const MESSAGES: &str = "/v1/messages";
@@ -686,4 +688,213 @@ fn mock_subcommand_prints_its_address_and_exits_on_sigterm() {
         .unwrap();
     assert!(kill.success());
     assert!(child.wait().unwrap().success());
+}
+
+const CHAT_TOOLS: &str = r#""tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]"#;
+const MESSAGES_TOOLS: &str = r#""tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]"#;
+const RESPONSES_TOOLS: &str = r#""tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]"#;
+
+#[tokio::test]
+async fn tools_get_a_call_of_the_first_tool_in_each_dialect() {
+    let mock = start(MockConfig::default()).await;
+    let chat = post(
+        &mock,
+        CHAT,
+        &format!(r#"{{"model":"m","messages":[{{"role":"user","content":"hi"}}],{CHAT_TOOLS}}}"#),
+    )
+    .await
+    .json();
+    let choice = &chat["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(call["function"]["arguments"], r#"{"city":"mock city"}"#);
+    assert!(call["id"].as_str().unwrap().starts_with("call_"));
+
+    let messages = post(
+        &mock,
+        MESSAGES,
+        &format!(r#"{{"model":"m","max_tokens":9,"messages":[{{"role":"user","content":"hi"}}],{MESSAGES_TOOLS}}}"#),
+    )
+    .await
+    .json();
+    assert_eq!(messages["stop_reason"], "tool_use");
+    let block = &messages["content"][0];
+    assert_eq!(block["type"], "tool_use");
+    assert_eq!(block["name"], "get_weather");
+    assert_eq!(block["input"], serde_json::json!({"city": "mock city"}));
+
+    let responses = post(
+        &mock,
+        RESPONSES,
+        &format!(r#"{{"model":"m","input":"hi",{RESPONSES_TOOLS}}}"#),
+    )
+    .await
+    .json();
+    let item = &responses["output"][0];
+    assert_eq!(item["type"], "function_call");
+    assert_eq!(item["name"], "get_weather");
+    assert_eq!(item["arguments"], r#"{"city":"mock city"}"#);
+    assert_eq!(responses["status"], "completed");
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn streamed_tool_calls_reassemble_their_arguments() {
+    let mock = start(MockConfig::default()).await;
+    let chat = post(
+        &mock,
+        CHAT,
+        &format!(r#"{{"model":"m","stream":true,"stream_options":{{"include_usage":true}},"messages":[],{CHAT_TOOLS}}}"#),
+    )
+    .await;
+    let frames = chat.sse();
+    assert_eq!(frames.last().unwrap().data, "[DONE]");
+    let chunks: Vec<Value> = frames[..frames.len() - 1].iter().map(Sse::json).collect();
+    let first = &chunks[0]["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(first["function"]["name"], "get_weather");
+    let arguments: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(arguments, r#"{"city":"mock city"}"#);
+    let (usage, rest) = chunks.split_last().unwrap();
+    assert_eq!(
+        rest.last().unwrap()["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    assert_eq!(usage["choices"], serde_json::json!([]));
+    assert_eq!(usage["usage"]["completion_tokens"], 2);
+
+    let messages = post(
+        &mock,
+        MESSAGES,
+        &format!(r#"{{"model":"m","stream":true,"max_tokens":9,"messages":[],{MESSAGES_TOOLS}}}"#),
+    )
+    .await
+    .sse();
+    let events: Vec<Value> = messages.iter().map(Sse::json).collect();
+    assert_eq!(events[1]["content_block"]["type"], "tool_use");
+    assert_eq!(events[1]["content_block"]["name"], "get_weather");
+    let partial: String = events
+        .iter()
+        .filter_map(|e| e["delta"]["partial_json"].as_str())
+        .collect();
+    assert_eq!(partial, r#"{"city":"mock city"}"#);
+    let delta = events
+        .iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "tool_use");
+    assert_eq!(events.last().unwrap()["type"], "message_stop");
+
+    let responses = post(
+        &mock,
+        RESPONSES,
+        &format!(r#"{{"model":"m","stream":true,"input":"hi",{RESPONSES_TOOLS}}}"#),
+    )
+    .await
+    .sse();
+    let events: Vec<Value> = responses.iter().map(Sse::json).collect();
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["sequence_number"], i);
+    }
+    let deltas: String = events
+        .iter()
+        .filter(|e| e["type"] == "response.function_call_arguments.delta")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, r#"{"city":"mock city"}"#);
+    let completed = events.last().unwrap();
+    assert_eq!(completed["type"], "response.completed");
+    assert_eq!(completed["response"]["output"][0]["name"], "get_weather");
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn tool_results_are_quoted_in_the_answer() {
+    let mock = start(MockConfig::default()).await;
+    let chat = format!(
+        r#"{{"model":"m","messages":[{{"role":"user","content":"hi"}},
+        {{"role":"assistant","content":null,"tool_calls":[{{"id":"c","type":"function","function":{{"name":"get_weather","arguments":"{{}}"}}}}]}},
+        {{"role":"tool","tool_call_id":"c","content":"18 degrees"}}],{CHAT_TOOLS}}}"#
+    );
+    let v = post(&mock, CHAT, &chat).await.json();
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        format!("{TOOL_RESULT_PREFIX}18 degrees")
+    );
+    let messages = format!(
+        r#"{{"model":"m","stream":true,"max_tokens":9,"messages":[{{"role":"user","content":"hi"}},
+        {{"role":"assistant","content":[{{"type":"tool_use","id":"t","name":"get_weather","input":{{}}}}]}},
+        {{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t","content":"18 degrees"}}]}}],{MESSAGES_TOOLS}}}"#
+    );
+    let text: String = post(&mock, MESSAGES, &messages)
+        .await
+        .sse()
+        .iter()
+        .filter_map(|e| e.json()["delta"]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, format!("{TOOL_RESULT_PREFIX}18 degrees"));
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_error_model_gets_its_status_in_the_dialect_envelope() {
+    let mock = start(MockConfig::default()).await;
+    let reply = post(&mock, CHAT, r#"{"model":"mock-error-429","messages":[]}"#).await;
+    assert_eq!(reply.status.as_u16(), 429);
+    assert_eq!(header(&reply, "retry-after"), "1");
+    assert_eq!(reply.json()["error"]["code"], "rate_limit_exceeded");
+    let reply = post(
+        &mock,
+        MESSAGES,
+        r#"{"model":"mock-error-529","stream":true}"#,
+    )
+    .await;
+    assert_eq!(reply.status.as_u16(), 529);
+    assert_eq!(reply.json()["error"]["type"], "overloaded_error");
+    let reply = post(
+        &mock,
+        RESPONSES,
+        r#"{"model":"mock-error-500","input":"x"}"#,
+    )
+    .await;
+    assert_eq!(reply.status.as_u16(), 500);
+    assert_eq!(reply.json()["error"]["type"], "server_error");
+    // Not a status in 400..=599: an ordinary model.
+    let reply = post(&mock, CHAT, r#"{"model":"mock-error-200"}"#).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["model"], "mock-error-200");
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn cached_tokens_are_reported_in_each_dialect() {
+    let mock = start(MockConfig {
+        cached_tokens: 5,
+        ..MockConfig::default()
+    })
+    .await;
+    let chat = post(&mock, CHAT, r#"{"model":"m"}"#).await.json();
+    assert_eq!(chat["usage"]["prompt_tokens"], INPUT_TOKENS);
+    assert_eq!(chat["usage"]["prompt_tokens_details"]["cached_tokens"], 5);
+    let messages = post(&mock, MESSAGES, r#"{"model":"m"}"#).await.json();
+    assert_eq!(messages["usage"]["input_tokens"], INPUT_TOKENS);
+    assert_eq!(messages["usage"]["cache_read_input_tokens"], 5);
+    let stream = post(&mock, MESSAGES, r#"{"model":"m","stream":true}"#)
+        .await
+        .sse();
+    assert_eq!(
+        stream[0].json()["message"]["usage"]["cache_read_input_tokens"],
+        5
+    );
+    let responses = post(&mock, RESPONSES, r#"{"model":"m"}"#).await.json();
+    assert_eq!(
+        responses["usage"]["input_tokens_details"]["cached_tokens"],
+        5
+    );
+    mock.shutdown().await;
 }

@@ -15,6 +15,7 @@ use super::load::{self, LoadOptions};
 use super::report;
 use super::rss::{self, RssOptions};
 use super::soak::{self, SoakOptions};
+use super::translated;
 use super::{check_variants, Variant};
 use crate::shapes;
 
@@ -46,6 +47,9 @@ enum BenchCommand {
     /// upstream resets and a slow upstream, then SIGTERM; exits non-zero on any failed
     /// normal request, RSS or fds not back to baseline, or no exit 0 within the grace.
     Soak(SoakArgs),
+    /// Translated shapes beside their passthrough twins, from callgrind results; exits
+    /// non-zero when a pair is not measured.
+    Translated(TranslatedArgs),
     /// Writes BENCHMARKS.md from a results directory.
     Report(ReportArgs),
 }
@@ -227,6 +231,19 @@ struct SoakArgs {
 }
 
 #[derive(Args, Debug)]
+struct TranslatedArgs {
+    /// Print the shapes of the pairs, one per line, and exit.
+    #[arg(long)]
+    list_shapes: bool,
+    /// The directory holding `callgrind-<shape>.json` (and `callgrind.json`).
+    #[arg(long, required_unless_present = "list_shapes")]
+    results: Option<PathBuf>,
+    /// Also write the table here (it is printed to stdout).
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 struct ReportArgs {
     /// The results directory written by scripts/benchmarks.sh.
     #[arg(long)]
@@ -243,6 +260,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::Rss(a)) => run_rss(a),
         Some(BenchCommand::Load(a)) => run_load(a),
         Some(BenchCommand::Soak(a)) => run_soak(a),
+        Some(BenchCommand::Translated(a)) => run_translated(a),
         Some(BenchCommand::Report(a)) => {
             let doc = report::document(&a.results)?;
             std::fs::write(&a.out, doc)?;
@@ -250,6 +268,33 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+fn run_translated(a: TranslatedArgs) -> Result<(), Error> {
+    if a.list_shapes {
+        for shape in translated::shapes() {
+            println!("{shape}");
+        }
+        return Ok(());
+    }
+    let dir = a.results.ok_or("--results is required")?;
+    let pairs = translated::measured(&dir)?;
+    if pairs.len() != translated::PAIRS.len() {
+        return Err(format!(
+            "{}: {} of {} translated pairs measured (callgrind-<shape>.json for {})",
+            dir.display(),
+            pairs.len(),
+            translated::PAIRS.len(),
+            translated::shapes().collect::<Vec<_>>().join(", ")
+        )
+        .into());
+    }
+    let md = translated::markdown(&pairs);
+    print!("{md}");
+    if let Some(path) = a.markdown {
+        std::fs::write(path, md)?;
+    }
+    Ok(())
 }
 
 fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, Error> {

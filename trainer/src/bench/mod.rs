@@ -1,6 +1,7 @@
 //! Benchmarks and gates: anchored A/B throughput (`ab`), callgrind instruction counts
 //! (`callgrind`), the holdout gate (`holdout`), idle RSS (`rss`), a keep-alive load check
-//! (`load`), the soak and fault run (`soak`) and the markdown report (`report`). `stats` holds the pure statistics.
+//! (`load`), the soak and fault run (`soak`), translated paths beside passthrough
+//! (`translated`) and the markdown report (`report`). `stats` holds the pure statistics.
 //!
 //! Every run starts its own mock upstream on its own runtime and its gateways on 127.0.0.1
 //! ephemeral ports, so it works in a sandbox and next to other runs.
@@ -14,6 +15,7 @@ pub mod report;
 pub mod rss;
 pub mod soak;
 pub mod stats;
+pub mod translated;
 pub mod upstream;
 
 use std::path::PathBuf;

@@ -12,6 +12,7 @@ use super::load::LoadReport;
 use super::rss::RssReport;
 use super::soak::{self, SoakReport};
 use super::stats::Verdict;
+use super::translated;
 
 /// The files of a results directory.
 pub const META: &str = "meta.txt";
@@ -34,7 +35,7 @@ fn f(x: Option<f64>, digits: usize) -> String {
     x.map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
-fn thousands(x: f64) -> String {
+pub(crate) fn thousands(x: f64) -> String {
     let n = x.round() as i64;
     let s = n.abs().to_string();
     let mut out = String::new();
@@ -408,6 +409,14 @@ pub fn document(dir: &Path) -> Result<String, String> {
         s.push_str("\n```\n");
     }
 
+    s.push_str("\n## Translated paths beside passthrough (stable)\n\n");
+    let pairs = translated::measured(dir)?;
+    if pairs.is_empty() {
+        s.push_str(NOT_MEASURED);
+    } else {
+        s.push_str(&translated::markdown(&pairs));
+    }
+
     s.push_str("\n## Holdout gate (stable)\n\n");
     match read_json::<GateResult>(dir, HOLDOUT)? {
         Some(g) => s.push_str(&holdout_markdown(&g)),
@@ -494,7 +503,7 @@ mod tests {
         std::fs::write(d.join(META), "date: 2026-01-01\ncommit: abc\n").unwrap();
         let doc = document(&d).unwrap();
         assert!(doc.contains("- date: `2026-01-01`"));
-        assert_eq!(doc.matches("Not measured in this run").count(), 8);
+        assert_eq!(doc.matches("Not measured in this run").count(), 9);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 use bytes::{Bytes, BytesMut};
 
 use super::render::{full_body, stream_events, Shape};
+use super::text::deltas;
 use super::MockConfig;
 
 /// Models cached per shape; a benchmark uses a handful, anything past this is rendered
@@ -56,10 +57,17 @@ impl AnswerCache {
 }
 
 fn render(config: &MockConfig, shape: Shape, model: &str) -> Rendered {
+    let deltas: Vec<&str> = deltas(config.chunks).collect();
+    let tokens = config.tokens(deltas.len() as u64);
     if !shape.stream {
-        return Rendered::Full(full_body(shape.dialect, model, config.chunks));
+        return Rendered::Full(full_body(shape.dialect, model, &deltas, tokens));
     }
-    let mut events = stream_events(shape, model, config.chunks);
+    stream(config, stream_events(shape, model, &deltas, tokens))
+}
+
+/// A stream's events as `config` sends them: cut at `stall_after_events`, and joined into
+/// one segment when there is no `chunk_delay` to wait between them.
+pub(crate) fn stream(config: &MockConfig, mut events: Vec<Bytes>) -> Rendered {
     if let Some(n) = config.stall_after_events {
         events.truncate(n);
     }

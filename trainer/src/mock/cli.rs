@@ -29,6 +29,9 @@ pub struct MockArgs {
     /// Answer every request with this status and an error body.
     #[arg(long)]
     pub fail_status: Option<u16>,
+    /// Report this many of the input tokens as cache reads (at most the input count).
+    #[arg(long, default_value_t = 0)]
+    pub cached_tokens: u64,
 }
 
 impl MockArgs {
@@ -39,6 +42,7 @@ impl MockArgs {
             chunk_delay: Duration::from_millis(self.chunk_delay_ms),
             write_fragment: self.write_fragment,
             fail_status: self.fail_status,
+            cached_tokens: self.cached_tokens,
             ..MockConfig::default()
         }
     }

@@ -10,11 +10,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::MockBody;
-use super::cache::{AnswerCache, Rendered};
+use super::cache::{self, AnswerCache, Rendered};
+use super::conversation::{self, Turn, TOOL_RESULT_PREFIX};
 use super::dialect::Dialect;
 use super::probe::probe;
-use super::render::{json_str, Shape};
-use super::{MockConfig, RecordedRequest};
+use super::render::{self, json_str, Shape};
+use super::tool_call::{self, ToolCall};
+use super::{MockConfig, RecordedRequest, ERROR_MODEL_PREFIX};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
@@ -103,12 +105,61 @@ impl Shared {
             Ok(request) => request,
             Err(e) => return error(dialect, StatusCode::BAD_REQUEST, &e.to_string()),
         };
+        if let Some(status) = requested_error(&request.model) {
+            let message = format!(
+                "mock upstream error {} (model {})",
+                status.as_u16(),
+                request.model
+            );
+            return error(dialect, status, &message);
+        }
         let shape = Shape {
             dialect,
             stream: request.stream,
             include_usage: dialect == Dialect::Chat && request.stream && request.include_usage,
         };
-        match self.cache.get(shape, &request.model) {
+        let rendered = if request.has_tools {
+            match conversation::next_turn(dialect, &body) {
+                Ok(turn) => self.render_turn(shape, &request.model, &turn),
+                Err(e) => return error(dialect, StatusCode::BAD_REQUEST, &e),
+            }
+        } else {
+            self.cache.get(shape, &request.model)
+        };
+        self.respond(rendered)
+    }
+
+    /// A turn of a conversation with tools: rendered per request, never cached.
+    fn render_turn(&self, shape: Shape, model: &str, turn: &Turn) -> Rendered {
+        let config = &self.config;
+        match turn {
+            Turn::CallTool { name, arguments } => {
+                let call = ToolCall { name, arguments };
+                let tokens = config.tokens(tool_call::FRAGMENTS);
+                if shape.stream {
+                    cache::stream(
+                        config,
+                        tool_call::stream_events(shape, model, &call, tokens),
+                    )
+                } else {
+                    Rendered::Full(tool_call::full_body(shape.dialect, model, &call, tokens))
+                }
+            }
+            Turn::AnswerResults(results) => {
+                let joined = results.join("; ");
+                let deltas = [TOOL_RESULT_PREFIX, joined.as_str()];
+                let tokens = config.tokens(deltas.len() as u64);
+                if shape.stream {
+                    cache::stream(config, render::stream_events(shape, model, &deltas, tokens))
+                } else {
+                    Rendered::Full(render::full_body(shape.dialect, model, &deltas, tokens))
+                }
+            }
+        }
+    }
+
+    fn respond(&self, rendered: Rendered) -> Response<MockBody> {
+        match rendered {
             Rendered::Full(bytes) => json_response(StatusCode::OK, bytes),
             Rendered::Stream(segments) => {
                 let body = MockBody::stream(
@@ -125,6 +176,15 @@ impl Shared {
             }
         }
     }
+}
+
+/// The status a `mock-error-<status>` model asks for (400..=599; anything else is a model).
+fn requested_error(model: &str) -> Option<StatusCode> {
+    let status: u16 = model.strip_prefix(ERROR_MODEL_PREFIX)?.parse().ok()?;
+    (400..=599)
+        .contains(&status)
+        .then(|| StatusCode::from_u16(status).ok())
+        .flatten()
 }
 
 fn json_response(status: StatusCode, bytes: Bytes) -> Response<MockBody> {

@@ -4,23 +4,49 @@
 //! Bodies are deterministic: the same request under the same [`MockConfig`] always gets
 //! the same bytes (except the per-request id headers), and rendered bodies are cached per
 //! (route, streaming mode, model) so the mock never becomes the bottleneck of a benchmark.
+//!
+//! # Answers on demand
+//!
+//! Deterministic triggers in the request, so a test (or a gateway config, which picks the
+//! upstream model name) chooses the answer without configuring the mock:
+//!
+//! - **Errors:** the model `mock-error-<status>` (status 400..=599, e.g. `mock-error-429`,
+//!   `mock-error-529`) is answered with that status and an error body in the route's
+//!   envelope (`Retry-After: 1` on 429), like [`MockConfig::fail_status`] for one model.
+//! - **Tool calls:** a request with a non-empty `tools` list is answered with a call of its
+//!   first tool (chat `tool_calls` / `finish_reason: "tool_calls"`, Anthropic `tool_use` /
+//!   `stop_reason: "tool_use"`, Responses `function_call`; streamed too), its arguments
+//!   every `required` property of the tool's schema set to `"mock <property>"`. When the
+//!   last turn holds tool results instead, the answer is the text
+//!   [`TOOL_RESULT_PREFIX`] followed by the results joined with `"; "` (see `conversation`).
+//! - **Cached tokens:** [`MockConfig::cached_tokens`] (`trainer mock --cached-tokens N`)
+//!   reports N of the input tokens as cache reads: chat
+//!   `prompt_tokens_details.cached_tokens`, responses `input_tokens_details.cached_tokens`
+//!   (both part of the input count) and Anthropic `cache_read_input_tokens` (on top of
+//!   `input_tokens`, as Anthropic counts).
 
 mod body;
 mod cache;
 pub mod cli;
+mod conversation;
 mod dialect;
 mod handler;
 mod probe;
 mod render;
 mod server;
 mod text;
+mod tool_call;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use conversation::TOOL_RESULT_PREFIX;
 pub use dialect::Dialect;
 pub use text::{expected_text, expected_usage, INPUT_TOKENS};
+
+/// The model-name prefix that asks for an error: `mock-error-<status>`.
+pub const ERROR_MODEL_PREFIX: &str = "mock-error-";
 
 /// How the mock answers; one value per server.
 #[derive(Clone, Debug)]
@@ -41,6 +67,19 @@ pub struct MockConfig {
     pub stall_after_events: Option<usize>,
     /// Keep every received request for [`MockUpstream::recorded`].
     pub record: bool,
+    /// Input tokens reported as cache reads (at most [`INPUT_TOKENS`]).
+    pub cached_tokens: u64,
+}
+
+impl MockConfig {
+    /// The usage of an answer with `output` tokens under this config.
+    pub(crate) fn tokens(&self, output: u64) -> render::Tokens {
+        render::Tokens {
+            input: INPUT_TOKENS,
+            cached: self.cached_tokens.min(INPUT_TOKENS),
+            output,
+        }
+    }
 }
 
 impl Default for MockConfig {
@@ -53,6 +92,7 @@ impl Default for MockConfig {
             fail_status: None,
             stall_after_events: None,
             record: false,
+            cached_tokens: 0,
         }
     }
 }

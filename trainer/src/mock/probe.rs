@@ -1,8 +1,10 @@
 //! Reads the only request fields the mock's answer depends on: `model`, `stream`,
-//! `stream_options.include_usage`. Everything else is skipped without being built.
+//! `stream_options.include_usage` and whether there are `tools`. Everything else is skipped
+//! without being built (a request with tools is read again in full by `conversation`).
 
 use std::borrow::Cow;
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 /// What a request asks for.
@@ -11,6 +13,8 @@ pub(crate) struct Probe<'a> {
     pub model: Cow<'a, str>,
     pub stream: bool,
     pub include_usage: bool,
+    /// A non-empty `tools` list.
+    pub has_tools: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -29,6 +33,9 @@ struct Raw<'a> {
     stream: Option<bool>,
     #[serde(default)]
     stream_options: Option<StreamOptions>,
+    /// Counted, never built: `IgnoredAny` is zero-sized, so the Vec does not allocate.
+    #[serde(default)]
+    tools: Option<Vec<IgnoredAny>>,
 }
 
 /// `#[serde(borrow)]` only borrows a `Cow` that is a field itself, not one inside `Option`.
@@ -51,6 +58,7 @@ pub(crate) fn probe(body: &[u8]) -> Result<Probe<'_>, ProbeError> {
             .stream_options
             .and_then(|o| o.include_usage)
             .unwrap_or(false),
+        has_tools: raw.tools.is_some_and(|t| !t.is_empty()),
     })
 }
 
@@ -70,7 +78,15 @@ mod tests {
     fn probe_defaults_and_escapes() {
         let p = probe(br#"{"model":"a\"b","stream":null}"#).unwrap();
         assert_eq!(p.model, "a\"b");
-        assert!(!p.stream && !p.include_usage);
+        assert!(!p.stream && !p.include_usage && !p.has_tools);
+    }
+
+    #[test]
+    fn probe_sees_a_non_empty_tools_list() {
+        let p = probe(br#"{"model":"m","tools":[{"type":"function","function":{"name":"f"}}]}"#);
+        assert!(p.unwrap().has_tools);
+        assert!(!probe(br#"{"model":"m","tools":[]}"#).unwrap().has_tools);
+        assert!(!probe(br#"{"model":"m","tools":null}"#).unwrap().has_tools);
     }
 
     #[test]

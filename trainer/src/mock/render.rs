@@ -6,11 +6,10 @@
 use bytes::Bytes;
 
 use super::dialect::Dialect;
-use super::text::{deltas, INPUT_TOKENS};
 
-const CREATED: u64 = 1_767_225_600;
-const CHAT_ID: &str = "chatcmpl-mock0001";
-const MESSAGE_ID: &str = "msg_mock0001";
+pub(super) const CREATED: u64 = 1_767_225_600;
+pub(super) const CHAT_ID: &str = "chatcmpl-mock0001";
+pub(super) const MESSAGE_ID: &str = "msg_mock0001";
 const RESPONSE_ID: &str = "resp_mock0001";
 const RESPONSE_ITEM_ID: &str = "msg_mock0001";
 
@@ -28,11 +27,20 @@ pub(crate) struct Shape {
     pub include_usage: bool,
 }
 
-/// The non-streamed JSON body for `dialect`.
-pub(crate) fn full_body(dialect: Dialect, model: &str, chunks: usize) -> Bytes {
+/// The token counts an answer reports. Each dialect counts input its own way: OpenAI's
+/// `prompt_tokens`/`input_tokens` include the cached part, Anthropic's `input_tokens`
+/// exclude it (`cache_read_input_tokens` is on top), as the real APIs do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tokens {
+    pub input: u64,
+    pub cached: u64,
+    pub output: u64,
+}
+
+/// The non-streamed JSON body of a text answer; the text is `deltas` joined.
+pub(crate) fn full_body(dialect: Dialect, model: &str, deltas: &[&str], tokens: Tokens) -> Bytes {
     let model = json_str(model);
-    let text = json_str(&deltas(chunks).collect::<String>());
-    let output = chunks as u64;
+    let text = json_str(&deltas.concat());
     let body = match dialect {
         Dialect::Chat => format!(
             concat!(
@@ -45,7 +53,7 @@ pub(crate) fn full_body(dialect: Dialect, model: &str, chunks: usize) -> Bytes {
             created = CREATED,
             model = model,
             text = text,
-            usage = chat_usage(output),
+            usage = chat_usage(tokens),
         ),
         Dialect::Messages => format!(
             concat!(
@@ -56,94 +64,127 @@ pub(crate) fn full_body(dialect: Dialect, model: &str, chunks: usize) -> Bytes {
             id = MESSAGE_ID,
             model = model,
             text = text,
-            usage = anthropic_usage(output),
+            usage = anthropic_usage(tokens),
         ),
         Dialect::Responses => response_object(
             &model,
             "completed",
             &format!("[{}]", response_message("completed", &output_text(&text))),
-            &responses_usage(output),
+            &responses_usage(tokens),
         ),
     };
     Bytes::from(body)
 }
 
-/// Every SSE frame of the streamed answer, in order, each ending in its blank line.
-pub(crate) fn stream_events(shape: Shape, model: &str, chunks: usize) -> Vec<Bytes> {
+/// Every SSE frame of a streamed text answer, in order, each ending in its blank line.
+pub(crate) fn stream_events(
+    shape: Shape,
+    model: &str,
+    deltas: &[&str],
+    tokens: Tokens,
+) -> Vec<Bytes> {
     let model = json_str(model);
     match shape.dialect {
-        Dialect::Chat => chat_events(&model, chunks, shape.include_usage),
-        Dialect::Messages => messages_events(&model, chunks),
-        Dialect::Responses => responses_events(&model, chunks),
+        Dialect::Chat => chat_events(&model, deltas, tokens, shape.include_usage),
+        Dialect::Messages => messages_events(&model, deltas, tokens),
+        Dialect::Responses => responses_events(&model, deltas, tokens),
     }
 }
 
-fn data_frame(data: &str) -> Bytes {
+pub(super) fn data_frame(data: &str) -> Bytes {
     Bytes::from(format!("data: {data}\n\n"))
 }
 
-fn event_frame(event: &str, data: &str) -> Bytes {
+pub(super) fn event_frame(event: &str, data: &str) -> Bytes {
     Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
 }
 
-fn chat_usage(output: u64) -> String {
+pub(super) fn chat_usage(tokens: Tokens) -> String {
     format!(
         concat!(
             r#"{{"prompt_tokens":{i},"completion_tokens":{o},"total_tokens":{t},"#,
-            r#""prompt_tokens_details":{{"cached_tokens":0,"audio_tokens":0}},"#,
+            r#""prompt_tokens_details":{{"cached_tokens":{c},"audio_tokens":0}},"#,
             r#""completion_tokens_details":{{"reasoning_tokens":0,"audio_tokens":0,"#,
             r#""accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}"#
         ),
-        i = INPUT_TOKENS,
-        o = output,
-        t = INPUT_TOKENS + output,
+        i = tokens.input,
+        c = tokens.cached,
+        o = tokens.output,
+        t = tokens.input + tokens.output,
     )
 }
 
-fn chat_events(model: &str, chunks: usize, include_usage: bool) -> Vec<Bytes> {
-    let head = format!(
-        r#"{{"id":"{CHAT_ID}","object":"chat.completion.chunk","created":{CREATED},"model":{model},"service_tier":"default","system_fingerprint":"fp_mock","choices":"#
-    );
-    let tail = if include_usage {
-        r#","usage":null}"#
-    } else {
-        "}"
-    };
-    let choice = |delta: &str, finish: &str| {
+/// The chunk writer of one chat stream: every chunk but the usage chunk carries
+/// `"usage":null` when the client asked for usage, as the real API does.
+pub(super) struct ChatChunks {
+    head: String,
+    include_usage: bool,
+}
+
+impl ChatChunks {
+    /// `model` is a JSON string literal.
+    pub(super) fn new(model: &str, include_usage: bool) -> ChatChunks {
+        ChatChunks {
+            head: format!(
+                r#"{{"id":"{CHAT_ID}","object":"chat.completion.chunk","created":{CREATED},"model":{model},"service_tier":"default","system_fingerprint":"fp_mock","choices":"#
+            ),
+            include_usage,
+        }
+    }
+
+    /// A chunk with one choice; `delta` is a JSON object and `finish` JSON (`null` or a string).
+    pub(super) fn choice(&self, delta: &str, finish: &str) -> Bytes {
+        let tail = if self.include_usage {
+            r#","usage":null}"#
+        } else {
+            "}"
+        };
         data_frame(&format!(
-            r#"{head}[{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{finish}}}]{tail}"#
+            r#"{}[{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{finish}}}]{tail}"#,
+            self.head
         ))
-    };
-    let mut events = Vec::with_capacity(chunks + 4);
-    events.push(choice(
+    }
+
+    /// The end of the stream: the usage chunk (when asked for) and `[DONE]`.
+    pub(super) fn finish(&self, events: &mut Vec<Bytes>, tokens: Tokens) {
+        if self.include_usage {
+            events.push(data_frame(&format!(
+                r#"{}[],"usage":{}}}"#,
+                self.head,
+                chat_usage(tokens)
+            )));
+        }
+        events.push(data_frame("[DONE]"));
+    }
+}
+
+fn chat_events(model: &str, deltas: &[&str], tokens: Tokens, include_usage: bool) -> Vec<Bytes> {
+    let chunks = ChatChunks::new(model, include_usage);
+    let mut events = Vec::with_capacity(deltas.len() + 4);
+    events.push(chunks.choice(
         r#"{"role":"assistant","content":"","refusal":null}"#,
         "null",
     ));
-    for d in deltas(chunks) {
-        events.push(choice(&format!(r#"{{"content":{}}}"#, json_str(d)), "null"));
+    for d in deltas {
+        events.push(chunks.choice(&format!(r#"{{"content":{}}}"#, json_str(d)), "null"));
     }
-    events.push(choice("{}", r#""stop""#));
-    if include_usage {
-        events.push(data_frame(&format!(
-            r#"{head}[],"usage":{}}}"#,
-            chat_usage(chunks as u64)
-        )));
-    }
-    events.push(data_frame("[DONE]"));
+    events.push(chunks.choice("{}", r#""stop""#));
+    chunks.finish(&mut events, tokens);
     events
 }
 
-fn anthropic_usage(output: u64) -> String {
+pub(super) fn anthropic_usage(tokens: Tokens) -> String {
     format!(
-        r#"{{"input_tokens":{INPUT_TOKENS},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":{output}}}"#
+        r#"{{"input_tokens":{},"cache_creation_input_tokens":0,"cache_read_input_tokens":{},"output_tokens":{}}}"#,
+        tokens.input, tokens.cached, tokens.output
     )
 }
 
-fn messages_events(model: &str, chunks: usize) -> Vec<Bytes> {
-    let mut events = Vec::with_capacity(chunks + 6);
+/// The `message_start` frame; `model` is a JSON string literal.
+pub(super) fn message_start(model: &str, tokens: Tokens) -> Bytes {
     // Like the real API, message_start reports output_tokens 1; message_delta carries the
     // cumulative final count, which replaces it.
-    events.push(event_frame(
+    event_frame(
         "message_start",
         &format!(
             concat!(
@@ -152,15 +193,34 @@ fn messages_events(model: &str, chunks: usize) -> Vec<Bytes> {
             ),
             id = MESSAGE_ID,
             model = model,
-            usage = anthropic_usage(1),
+            usage = anthropic_usage(Tokens {
+                output: 1,
+                ..tokens
+            }),
+        ),
+    )
+}
+
+/// The `message_delta` and `message_stop` frames that end a message.
+pub(super) fn message_end(events: &mut Vec<Bytes>, stop_reason: &str, output_tokens: u64) {
+    events.push(event_frame(
+        "message_delta",
+        &format!(
+            r#"{{"type":"message_delta","delta":{{"stop_reason":"{stop_reason}","stop_sequence":null}},"usage":{{"output_tokens":{output_tokens}}}}}"#
         ),
     ));
+    events.push(event_frame("message_stop", r#"{"type":"message_stop"}"#));
+}
+
+fn messages_events(model: &str, deltas: &[&str], tokens: Tokens) -> Vec<Bytes> {
+    let mut events = Vec::with_capacity(deltas.len() + 6);
+    events.push(message_start(model, tokens));
     events.push(event_frame(
         "content_block_start",
         r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
     ));
     events.push(event_frame("ping", r#"{"type":"ping"}"#));
-    for d in deltas(chunks) {
+    for d in deltas {
         events.push(event_frame(
             "content_block_delta",
             &format!(
@@ -173,25 +233,20 @@ fn messages_events(model: &str, chunks: usize) -> Vec<Bytes> {
         "content_block_stop",
         r#"{"type":"content_block_stop","index":0}"#,
     ));
-    events.push(event_frame(
-        "message_delta",
-        &format!(
-            r#"{{"type":"message_delta","delta":{{"stop_reason":"end_turn","stop_sequence":null}},"usage":{{"output_tokens":{chunks}}}}}"#
-        ),
-    ));
-    events.push(event_frame("message_stop", r#"{"type":"message_stop"}"#));
+    message_end(&mut events, "end_turn", tokens.output);
     events
 }
 
-fn responses_usage(output: u64) -> String {
+pub(super) fn responses_usage(tokens: Tokens) -> String {
     format!(
         concat!(
-            r#"{{"input_tokens":{i},"input_tokens_details":{{"cached_tokens":0}},"#,
+            r#"{{"input_tokens":{i},"input_tokens_details":{{"cached_tokens":{c}}},"#,
             r#""output_tokens":{o},"output_tokens_details":{{"reasoning_tokens":0}},"total_tokens":{t}}}"#
         ),
-        i = INPUT_TOKENS,
-        o = output,
-        t = INPUT_TOKENS + output,
+        i = tokens.input,
+        c = tokens.cached,
+        o = tokens.output,
+        t = tokens.input + tokens.output,
     )
 }
 
@@ -208,7 +263,7 @@ fn response_message(status: &str, content: &str) -> String {
 }
 
 /// The `response` object; `output` is a JSON array and `usage` JSON or `null`.
-fn response_object(model: &str, status: &str, output: &str, usage: &str) -> String {
+pub(super) fn response_object(model: &str, status: &str, output: &str, usage: &str) -> String {
     format!(
         concat!(
             r#"{{"id":"{id}","object":"response","created_at":{created},"status":"{status}","#,
@@ -228,22 +283,40 @@ fn response_object(model: &str, status: &str, output: &str, usage: &str) -> Stri
     )
 }
 
-fn responses_events(model: &str, chunks: usize) -> Vec<Bytes> {
-    let text = json_str(&deltas(chunks).collect::<String>());
-    let mut events = Vec::with_capacity(chunks + 8);
-    let mut push = |kind: &str, rest: &str| {
-        let seq = events.len();
-        events.push(event_frame(
+/// Writes the events of one Responses stream, numbering them with `sequence_number`.
+pub(super) struct ResponsesEvents {
+    pub events: Vec<Bytes>,
+}
+
+impl ResponsesEvents {
+    /// Starts with `response.created` and `response.in_progress`; `model` is a JSON literal.
+    pub(super) fn start(model: &str, capacity: usize) -> ResponsesEvents {
+        let mut out = ResponsesEvents {
+            events: Vec::with_capacity(capacity),
+        };
+        let in_progress = response_object(model, "in_progress", "[]", "null");
+        out.push("response.created", &format!(r#""response":{in_progress}"#));
+        out.push(
+            "response.in_progress",
+            &format!(r#""response":{in_progress}"#),
+        );
+        out
+    }
+
+    /// One event; `rest` is the JSON members after `type` and `sequence_number`.
+    pub(super) fn push(&mut self, kind: &str, rest: &str) {
+        let seq = self.events.len();
+        self.events.push(event_frame(
             kind,
             &format!(r#"{{"type":"{kind}","sequence_number":{seq},{rest}}}"#),
         ));
-    };
-    let in_progress = response_object(model, "in_progress", "[]", "null");
-    push("response.created", &format!(r#""response":{in_progress}"#));
-    push(
-        "response.in_progress",
-        &format!(r#""response":{in_progress}"#),
-    );
+    }
+}
+
+fn responses_events(model: &str, deltas: &[&str], tokens: Tokens) -> Vec<Bytes> {
+    let text = json_str(&deltas.concat());
+    let mut out = ResponsesEvents::start(model, deltas.len() + 8);
+    let mut push = |kind: &str, rest: &str| out.push(kind, rest);
     push(
         "response.output_item.added",
         &format!(
@@ -256,7 +329,7 @@ fn responses_events(model: &str, chunks: usize) -> Vec<Bytes> {
         "response.content_part.added",
         &format!(r#"{at},"part":{}"#, output_text(r#""""#)),
     );
-    for d in deltas(chunks) {
+    for d in deltas {
         push(
             "response.output_text.delta",
             &format!(r#"{at},"delta":{},"logprobs":[]"#, json_str(d)),
@@ -280,8 +353,8 @@ fn responses_events(model: &str, chunks: usize) -> Vec<Bytes> {
         model,
         "completed",
         &format!("[{item}]"),
-        &responses_usage(chunks as u64),
+        &responses_usage(tokens),
     );
     push("response.completed", &format!(r#""response":{completed}"#));
-    events
+    out.events
 }

@@ -8,7 +8,8 @@ use crate::shapes::{Posture, Shape};
 pub const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
 pub const GENEROUS_TOKENS_PER_MINUTE: i64 = 1_000_000_000_000;
 
-/// The config for `shape`: the body's model routed to the mock at `upstream`, listening on
+/// The config for `shape`: the body's model routed to the mock at `upstream` with the
+/// shape's provider (another dialect's provider makes the gateway translate), listening on
 /// `listen`, one key `key`; the posture decides observability and rate limits.
 pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String {
     let mut root = Table::new();
@@ -52,12 +53,7 @@ pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String 
     root.insert("keys".into(), Value::Array(vec![k.into()]));
 
     let mut target = Table::new();
-    let provider = if shape.dialect.is_anthropic() {
-        "anthropic"
-    } else {
-        "openai"
-    };
-    target.insert("provider".into(), provider.into());
+    target.insert("provider".into(), shape.upstream.as_str().into());
     target.insert("base_url".into(), upstream.into());
     target.insert("model".into(), shape.model.clone().into());
     let mut model = Table::new();
@@ -123,5 +119,21 @@ mod tests {
             v["models"][0]["targets"][0]["provider"].as_str(),
             Some("openai")
         );
+    }
+
+    #[test]
+    fn a_translated_shape_routes_to_the_other_provider() {
+        for (name, provider) in [
+            ("messages-stream-mid-via-openai", "openai"),
+            ("chat-stream-minimal-via-anthropic", "anthropic"),
+        ] {
+            let s = shape(name);
+            assert!(s.is_translated(), "{name}");
+            let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+            let v: Table = toml::from_str(&text).unwrap();
+            let target = &v["models"][0]["targets"][0];
+            assert_eq!(target["provider"].as_str(), Some(provider), "{name}");
+            assert_eq!(v["models"][0]["name"].as_str(), Some(s.model.as_str()));
+        }
     }
 }

@@ -26,6 +26,9 @@ pub struct ToolInfo {
 pub struct ShapeRecord {
     pub name: String,
     pub dialect: String,
+    /// The provider the shape's model was routed to (absent in older manifests).
+    #[serde(default)]
+    pub upstream: String,
     pub stream: bool,
     pub posture: String,
     pub requests: u64,
@@ -114,6 +117,7 @@ mod tests {
             shapes: vec![ShapeRecord {
                 name: "chat-nonstream-minimal".into(),
                 dialect: "chat".into(),
+                upstream: "openai".into(),
                 stream: false,
                 posture: "default".into(),
                 requests: 2000,

@@ -313,6 +313,7 @@ async fn train_shape(
     let record = ShapeRecord {
         name: shape.name.clone(),
         dialect: shape.dialect.as_str().to_owned(),
+        upstream: shape.upstream.as_str().to_owned(),
         stream: shape.stream,
         posture: shape.posture.as_str().to_owned(),
         requests: shape.requests,

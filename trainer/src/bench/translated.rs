@@ -1,0 +1,163 @@
+//! Translated paths next to passthrough: callgrind instructions per request of a translated
+//! shape beside its passthrough twin, which sends the same client body to the dialect's own
+//! provider, so the difference is the translation's cost.
+//!
+//! A results directory holds one callgrind report per shape: `callgrind-<shape>.json`, or
+//! `callgrind.json` for the shape it names (the reference shape measured first).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::callgrind::CallgrindReport;
+use super::report::{thousands, CALLGRIND};
+
+/// (passthrough shape, translated shape): the same client body, the model on the dialect's
+/// own provider, then on the other one.
+pub const PAIRS: [(&str, &str); 2] = [
+    (
+        "chat-nonstream-minimal",
+        "chat-nonstream-minimal-via-anthropic",
+    ),
+    (
+        "messages-nonstream-minimal",
+        "messages-nonstream-minimal-via-openai",
+    ),
+];
+
+/// Every shape of [`PAIRS`], in order.
+pub fn shapes() -> impl Iterator<Item = &'static str> {
+    PAIRS.iter().flat_map(|(a, b)| [*a, *b])
+}
+
+/// The callgrind report of `shape` in `dir`, if measured.
+pub fn load(dir: &Path, shape: &str) -> Result<Option<CallgrindReport>, String> {
+    for name in [format!("callgrind-{shape}.json"), CALLGRIND.to_owned()] {
+        let path = dir.join(&name);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let report: CallgrindReport =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if report.shape == shape {
+            return Ok(Some(report));
+        }
+    }
+    Ok(None)
+}
+
+/// The pairs of [`PAIRS`] with both sides measured in `dir`.
+pub fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindReport)>, String> {
+    let mut pairs = Vec::new();
+    for (passthrough, translated) in PAIRS {
+        if let (Some(p), Some(t)) = (load(dir, passthrough)?, load(dir, translated)?) {
+            pairs.push((p, t));
+        }
+    }
+    Ok(pairs)
+}
+
+/// One row per pair and variant (variants present on both sides).
+pub fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
+    let mut s = String::from(
+        "Instructions per request (callgrind, marginal as above, one worker), each translated \
+         shape beside its passthrough twin (same client body, the model on the dialect's own \
+         provider):\n\n\
+         | passthrough shape | translated shape | variant | passthrough instr/req | translated instr/req | translated / passthrough |\n\
+         | --- | --- | --- | ---: | ---: | ---: |\n",
+    );
+    for (p, t) in pairs {
+        for v in &p.variants {
+            let Some(w) = t.get(&v.name) else { continue };
+            let (Some(a), Some(b)) = (v.per_request.get("Ir"), w.per_request.get("Ir")) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {:.3} |",
+                p.shape,
+                t.shape,
+                v.name,
+                thousands(*a),
+                thousands(*b),
+                if *a > 0.0 { b / a } else { f64::NAN }
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::callgrind::VariantCounts;
+    use std::collections::BTreeMap;
+
+    fn report(shape: &str, irs: &[(&str, f64)]) -> CallgrindReport {
+        CallgrindReport {
+            shape: shape.into(),
+            requests_small: 8,
+            requests_big: 2000,
+            connections: 1,
+            workers: 1,
+            valgrind: String::new(),
+            baseline: irs[0].0.into(),
+            variants: irs
+                .iter()
+                .map(|(n, ir)| VariantCounts {
+                    name: (*n).into(),
+                    binary: String::new(),
+                    small: BTreeMap::new(),
+                    big: BTreeMap::new(),
+                    per_request: [("Ir".to_owned(), *ir)].into(),
+                    ratio_to_baseline: BTreeMap::new(),
+                    seconds: 0.0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn pairs_name_real_shapes_that_differ_only_by_provider() {
+        let dir = crate::shapes::repo_dir();
+        for (p, t) in PAIRS {
+            let p = crate::shapes::find(&dir, p).unwrap();
+            let t = crate::shapes::find(&dir, t).unwrap();
+            assert!(!p.is_translated() && t.is_translated(), "{}", t.name);
+            assert_eq!(
+                (p.dialect, p.stream, &p.body),
+                (t.dialect, t.stream, &t.body)
+            );
+        }
+    }
+
+    #[test]
+    fn rows_pair_variants_and_ratio() {
+        let p = report(PAIRS[0].0, &[("plain", 1000.0), ("pgo", 800.0)]);
+        let t = report(PAIRS[0].1, &[("plain", 1500.0), ("pgo", 1000.0)]);
+        let md = markdown(&[(p, t)]);
+        assert!(md.contains("| plain | 1,000 | 1,500 | 1.500 |"), "{md}");
+        assert!(md.contains("| pgo | 800 | 1,000 | 1.250 |"), "{md}");
+    }
+
+    #[test]
+    fn the_reference_report_counts_for_its_shape_only() {
+        let d = std::env::temp_dir().join(format!("bench-translated-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let write = |name: &str, r: &CallgrindReport| {
+            std::fs::write(d.join(name), serde_json::to_string(r).unwrap()).unwrap()
+        };
+        write(CALLGRIND, &report(PAIRS[0].0, &[("plain", 1.0)]));
+        assert!(measured(&d).unwrap().is_empty());
+        write(
+            &format!("callgrind-{}.json", PAIRS[0].1),
+            &report(PAIRS[0].1, &[("plain", 2.0)]),
+        );
+        let pairs = measured(&d).unwrap();
+        assert_eq!(pairs.len(), 1);
+        assert_eq!(pairs[0].0.shape, PAIRS[0].0);
+        assert!(load(&d, PAIRS[1].0).unwrap().is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
