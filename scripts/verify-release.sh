@@ -126,9 +126,9 @@ case $builder in
     ;;
   flake)
     system=${name##*-"$(json_field "$rel/release.json" version)"-}
+    # nix-build -E rather than `nix build`: it prints the output path on every Nix with flakes.
     build() {
-      nix build --no-link --print-out-paths --extra-experimental-features 'nix-command flakes' \
-        --impure --expr "
+      nix-build --no-out-link --extra-experimental-features 'nix-command flakes' -E "
           let
             flake = builtins.getFlake \"path:$checkout\";
             published = { profile = builtins.storePath \"$profile\"; boltProfile = builtins.storePath \"$bolt_profile\"; };
