@@ -371,20 +371,7 @@ async fn respond(
             *out.body_mut() = BufferedBody::new(bytes, reservation).boxed();
             out
         }
-        Err(e) => {
-            let (kind, upstream) = match e {
-                BufferError::Stalled => {
-                    (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout))
-                }
-                BufferError::Read => (ErrorKind::BadGateway, Some(UpstreamErrorKind::Read)),
-                BufferError::TooLarge => (ErrorKind::BadGateway, None),
-                BufferError::Overloaded => (ErrorKind::Overloaded, None),
-            };
-            if let (Some(u), Some(slot)) = (upstream, c.model_slot()) {
-                slot.upstream_error(u);
-            }
-            fail(c, dialect, kind, e.to_string())
-        }
+        Err(e) => buffer_failed(c, dialect, e),
     }
 }
 
@@ -437,20 +424,7 @@ async fn respond_translated(
     .await
     {
         Ok(r) => r,
-        Err(e) => {
-            let (kind, upstream) = match e {
-                BufferError::Stalled => {
-                    (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout))
-                }
-                BufferError::Read => (ErrorKind::BadGateway, Some(UpstreamErrorKind::Read)),
-                BufferError::TooLarge => (ErrorKind::BadGateway, None),
-                BufferError::Overloaded => (ErrorKind::Overloaded, None),
-            };
-            if let (Some(u), Some(slot)) = (upstream, c.model_slot()) {
-                slot.upstream_error(u);
-            }
-            return fail(c, dialect, kind, e.to_string());
-        }
+        Err(e) => return buffer_failed(c, dialect, e),
     };
     let plain = if gzip {
         match encoding::gunzip(&bytes, gw.max_response_body_bytes) {
@@ -697,4 +671,19 @@ const fn error_label(kind: ErrorKind) -> &'static str {
         ErrorKind::UriTooLong => "uri_too_long",
         ErrorKind::HeadersTooLarge => "headers_too_large",
     }
+}
+
+/// The answer when a non-streaming upstream body could not be buffered (passthrough and
+/// translated alike): a stall or read error counts as an upstream error of the model.
+fn buffer_failed(c: Completion, dialect: Dialect, e: BufferError) -> Response<GatewayBody> {
+    let (kind, upstream) = match e {
+        BufferError::Stalled => (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout)),
+        BufferError::Read => (ErrorKind::BadGateway, Some(UpstreamErrorKind::Read)),
+        BufferError::TooLarge => (ErrorKind::BadGateway, None),
+        BufferError::Overloaded => (ErrorKind::Overloaded, None),
+    };
+    if let (Some(u), Some(slot)) = (upstream, c.model_slot()) {
+        slot.upstream_error(u);
+    }
+    fail(c, dialect, kind, e.to_string())
 }
