@@ -117,6 +117,33 @@ cp "$gate_dir/profile/gateway.profdata" "$gate_dir/other/"
 printf '{"raw_files": 1, "raw_bytes": 100, "merged_sha256": "%064d"}\n' 0 >"$gate_dir/other/manifest.json"
 expect_gate_failure manifest-mismatch "merged_sha256 is not the profile" clean.log "$gate_dir/other"
 
+# The profile staging of nix/stages/cargo-build.sh (issue 12): RUSTFLAGS naming the staged
+# profile without one given, or a profile given to flags that would not use it, fail before
+# cargo runs.
+cargo_stage() { # NAME RUSTFLAGS [PGO_PROFILE]
+  env STAGE_COMMON="$repo/nix/stages/common.sh" CARGO_BUILD_LOG="$gate_dir/$1.json" \
+    CARGO_STDERR_LOG="$gate_dir/$1.err" NIX_BUILD_TOP="$gate_dir/$1.top" RUSTFLAGS="$2" \
+    ${3:+PGO_PROFILE="$3"} bash "$repo/nix/stages/cargo-build.sh" --help >"$gate_dir/$1.out" 2>&1
+}
+for c in "token-without-profile|-Cprofile-use=@pgoProfile@||no PGO_PROFILE was given" \
+  "profile-without-token|-Copt-level=3|$gate_dir/profile/gateway.profdata|no -Cprofile-use=@pgoProfile@"; do
+  IFS='|' read -r name flags prof pattern <<<"$c"
+  echo "== gate: cargo-build $name"
+  if cargo_stage "$name" "$flags" "$prof"; then fail "cargo-build $name passed"; fi
+  grep -q -- "$pattern" "$gate_dir/$name.out" || {
+    cat "$gate_dir/$name.out"
+    fail "cargo-build $name does not say '$pattern'"
+  }
+  grep -- "FAILED" "$gate_dir/$name.out" | head -n 1 | sed 's/^/  log: /'
+done
+cargo_stage staged "-Cprofile-use=@pgoProfile@" "$gate_dir/profile/gateway.profdata" ||
+  fail "cargo-build with a profile and the token failed: $(cat "$gate_dir/staged.out")"
+if ! grep -q "RUSTFLAGS='-Cprofile-use=$gate_dir/staged.top/pgo-profile/profile.profdata'" "$gate_dir/staged.out" ||
+  ! cmp -s "$gate_dir/profile/gateway.profdata" "$gate_dir/staged.top/pgo-profile/profile.profdata"; then
+  fail "cargo-build did not stage the profile at \$NIX_BUILD_TOP/pgo-profile: $(cat "$gate_dir/staged.out")"
+fi
+echo "  ok: refused without the pair; staged at \$NIX_BUILD_TOP/pgo-profile with it"
+
 # bolt_gate NAME FLAGS BINARY [TRAINED_SHA]: run nix/stages/bolt-optimize.sh as the pgo-bolt
 # stage does; the fdata's manifest says it was trained on TRAINED_SHA (default: BINARY's).
 printf 'int main(void) { return 0; }\n' >"$gate_dir/t.c"
