@@ -64,9 +64,17 @@
         inherit mkPgoBoltChain;
         # A release's published profiles as the chain's inputs: nix/lib/publishedProfiles.nix.
         publishedProfiles = import ./nix/lib/publishedProfiles.nix;
-        # The gateway's chain for one system, from { profile, boltProfile } instead of
-        # training ({ } = train): `(gatewayChain "x86_64-linux" published).gateway-pgo-bolt`.
+        # The gateway's chain for one system: `(gatewayChain "x86_64-linux" { }).gateway-pgo-bolt`
+        # trains on shapes/; { shapes = ./my-shapes; } on your own traffic (held out too);
+        # { profile, boltProfile } (publishedProfiles) uses a release's profiles instead.
         gatewayChain = system: perSystem.${system}.gatewayChain;
+      };
+
+      # `nix flake init -t github:pgo-bolt-gateway/gateway`: a crate with its workload and
+      # lib.mkPgoBoltChain wired (examples/textsearch; replace the crate with yours).
+      templates.default = {
+        path = ./examples/textsearch;
+        description = "A Rust binary, PGO + BOLT optimized by lib.mkPgoBoltChain from its workload";
       };
     };
 }

@@ -1,7 +1,11 @@
-# The PGO + BOLT chain as separate derivations, independent of crane and of the host.
+# The PGO + BOLT chain as separate derivations, independent of crane and of the host, for
+# any cargo binary <bin> (the gateway's is <bin> = gateway):
 #
-#   gateway-instrumented -> gateway-profile -> gateway-pgo -> gateway-bolt-profile
-#     -> gateway-pgo-bolt   (+ gateway: the plain build, same target and profile)
+#   <bin>-instrumented -> <bin>-profile -> <bin>-pgo -> <bin>-bolt-profile -> <bin>-pgo-bolt
+#     (+ <bin>: the plain build, same target and profile)
+#
+# Both profile stages run the caller's workload (./stages/workload.sh states the contract) and
+# own the rest: profile files, floors, merging, manifests, all fail-closed.
 #
 # Every stage is its own store path, so a binary cache substitutes whatever did not change.
 # The shell logic lives in ./stages/*.sh (one file per stage, passed one by one so that
@@ -34,31 +38,38 @@
 #                   CARGO_BUILD_TARGET so RUSTFLAGS stay off build scripts and proc macros.
 #   tools           { llvmProfdata, llvmBolt, boltRuntimeLib, mergeFdata, readelf }, each an
 #                   absolute path (never looked up on PATH).
-#   trainer         absolute path of the training command: `<trainer> profile ...` and
-#                   `<trainer> bolt-profile ...` as in the trainer's contract.
-#   shapes          the training data directory, passed as --shapes.
+#   workload        absolute path of the workload: an executable that gets the binary to
+#                   exercise as its only argument and exits 0 when it exercised it (the
+#                   contract: ./stages/workload.sh; README "The workload contract"). The
+#                   profile stages run it on the instrumented binaries and own everything else:
+#                   profile files, floors, merging, manifests.
+#   minProfiles     fewest profile files one workload run must leave: one per process of the
+#                   binary that exits normally (default 1).
+#   minProfileBytes smallest acceptable .profraw (default 1024; a truncated or foreign file is
+#                   smaller).
+#   minFdataBytes   smallest acceptable .fdata (default 64; it is text and grows with coverage).
+#   workloadTimeout seconds a workload run may take before it fails the stage (default 3600).
 #   binName         the binary the chain optimizes (default "gateway").
 #   cargoExtraArgs  cargo arguments selecting it (default "-p <binName> --bin <binName>").
 #   extraRustflags  flags prepended to every stage's RUSTFLAGS (default "").
 #   boltFlags       llvm-bolt optimization flags (list; never -use-gnu-stack).
 #   maxMissingProfiles  allowed "no profile data available" warnings in workspace crates.
-#   profile         null (train), or a profile directory (gateway.profdata + manifest.json:
-#                   an earlier gateway-profile output, or a release's published profile, see
+#   profile         null (train), or a profile directory (<binName>.profdata + manifest.json:
+#                   an earlier <binName>-profile output, or a release's published profile, see
 #                   ./lib/publishedProfiles.nix) used instead of training; the PGO gate still
 #                   refuses it when the source changed since it was trained (tier d).
-#   boltProfile     null (train), or a BOLT profile directory (gateway.fdata + manifest.json)
+#   boltProfile     null (train), or a BOLT profile directory (<binName>.fdata + manifest.json)
 #                   used instead of BOLT training; bolt-optimize.sh refuses it unless its
 #                   manifest names the PGO binary being optimized (sha256).
-#   holdoutGate     null, or a function { plain, pgo, pgoBolt, trainer, shapes, runStage }
-#                   -> derivation: the hook for the holdout gate (its own issue); when given
-#                   it becomes checks.holdout.
+#   holdoutGate     null, or a function { plain, pgo, pgoBolt, runStage } -> derivation that
+#                   fails when an optimized binary regresses on traffic it never trained on
+#                   (the gateway's: ./checks/holdout.nix); when given it becomes checks.holdout.
 {
   buildWith,
   runStage,
   hostTriple,
   tools,
-  trainer,
-  shapes,
+  workload,
   binName ? "gateway",
   cargoExtraArgs ? "-p ${binName} --bin ${binName}",
   extraRustflags ? "",
@@ -73,6 +84,10 @@
     "-dyno-stats"
   ],
   maxMissingProfiles ? 0,
+  minProfiles ? 1,
+  minProfileBytes ? 1024,
+  minFdataBytes ? 64,
+  workloadTimeout ? 3600,
   profile ? null,
   boltProfile ? null,
   holdoutGate ? null,
@@ -80,8 +95,24 @@
 let
   stages = ./stages;
   common = stages + "/common.sh";
+  # What both profile stages pass: the workload and its contract.
+  workloadEnv = {
+    STAGE_COMMON = common;
+    STAGE_WORKLOAD = stages + "/workload.sh";
+    WORKLOAD = workload;
+    BIN_NAME = binName;
+    MIN_PROFILES = toString minProfiles;
+    WORKLOAD_TIMEOUT = toString workloadTimeout;
+  };
   stage = file: "bash ${stages + "/${file}"}";
   flags = rest: if extraRustflags == "" then rest else "${extraRustflags} ${rest}";
+  # The store path that holds a file (the workload's package), or the string itself.
+  storePathOf =
+    p:
+    let
+      m = builtins.match "(${builtins.storeDir}/[^/]+).*" (toString p);
+    in
+    if m == null then toString p else builtins.head m;
   shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
 
   build =
@@ -109,20 +140,22 @@ let
     rustflags = "";
   };
 
-  # The embedded default path only matters when LLVM_PROFILE_FILE is unset; the trainer
-  # always sets it (one file per process, or all runs merge into default_%m.profraw).
+  # The embedded default path only matters when LLVM_PROFILE_FILE is unset; the profile stage
+  # always sets it (one file per process).
   instrumented = build {
     suffix = "instrumented";
     rustflags = "-Cprofile-generate=/tmp/${binName}-pgo";
   };
 
-  trained = runStage "${binName}-profile" {
-    STAGE_COMMON = common;
-    TRAINER = trainer;
-    GATEWAY_BIN = "${instrumented}/bin/${binName}";
-    LLVM_PROFDATA = tools.llvmProfdata;
-    SHAPES = shapes;
-  } (stage "profile.sh");
+  trained = runStage "${binName}-profile" (
+    workloadEnv
+    // {
+      BIN = "${instrumented}/bin/${binName}";
+      LLVM_PROFDATA = tools.llvmProfdata;
+      READELF = tools.readelf;
+      MIN_PROFILE_BYTES = toString minProfileBytes;
+    }
+  ) (stage "pgo-profile.sh");
   profileDir = if profile == null then trained else profile;
 
   # --emit-relocs: BOLT reorders functions only in relocation mode. `@pgoProfile@`: the
@@ -137,13 +170,14 @@ let
   pgo = build {
     suffix = "pgo";
     rustflags = pgoFlags;
-    pgoProfile = "${profileDir}/gateway.profdata";
+    pgoProfile = "${profileDir}/${binName}.profdata";
     postInstall =
       { cargoStderrLog }:
       ''
         STAGE_COMMON=${common} \
         CARGO_STDERR_LOG=${cargoStderrLog} \
         PROFILE_DIR=${profileDir} \
+        BIN_NAME=${binName} \
         RUSTFLAGS=${shellQuote (flags pgoFlags)} \
         TARGET=${hostTriple} \
         PROOF_OUT="$out/share/${binName}/pgo-proof.json" \
@@ -153,22 +187,23 @@ let
       '';
   };
 
-  trainedBoltProfile = runStage "${binName}-bolt-profile" {
-    STAGE_COMMON = common;
-    TRAINER = trainer;
-    GATEWAY_BIN = "${pgo}/bin/${binName}";
-    LLVM_BOLT = tools.llvmBolt;
-    BOLT_RT_LIB = tools.boltRuntimeLib;
-    MERGE_FDATA = tools.mergeFdata;
-    SHAPES = shapes;
-  } (stage "bolt-profile.sh");
+  trainedBoltProfile = runStage "${binName}-bolt-profile" (
+    workloadEnv
+    // {
+      BIN = "${pgo}/bin/${binName}";
+      LLVM_BOLT = tools.llvmBolt;
+      BOLT_RT_LIB = tools.boltRuntimeLib;
+      MERGE_FDATA = tools.mergeFdata;
+      MIN_FDATA_BYTES = toString minFdataBytes;
+    }
+  ) (stage "bolt-profile.sh");
   boltProfileDir = if boltProfile == null then trainedBoltProfile else boltProfile;
 
   pgoBolt = runStage "${binName}-pgo-bolt" {
     STAGE_COMMON = common;
     GATEWAY_BIN = "${pgo}/bin/${binName}";
     PGO_PROOF = "${pgo}/share/${binName}/pgo-proof.json";
-    FDATA = "${boltProfileDir}/gateway.fdata";
+    FDATA = "${boltProfileDir}/${binName}.fdata";
     FDATA_MANIFEST = "${boltProfileDir}/manifest.json";
     LLVM_BOLT = tools.llvmBolt;
     READELF = tools.readelf;
@@ -204,7 +239,7 @@ let
           pgo
           boltProfileDir
           plain
-          (builtins.dirOf (builtins.dirOf trainer))
+          (storePathOf workload)
         ]
       );
     } "${stage "check-closure.sh"} && touch $out";
@@ -219,8 +254,6 @@ let
             plain
             pgo
             pgoBolt
-            trainer
-            shapes
             runStage
             ;
         };

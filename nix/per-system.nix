@@ -24,22 +24,26 @@ let
   };
   trainer = builder.trainer;
 
-  # The gateway's chain; `published` = { profile, boltProfile } (lib.publishedProfiles) builds
-  # it from a release's published profiles instead of training (flake.nix lib.gatewayChain).
+  # The gateway's chain, by default trained on the repo's shapes/. `args` (flake.nix
+  # lib.gatewayChain) may give `shapes`, the user's own shapes directory to train on and to
+  # hold out (README "Training on your own traffic"), and/or { profile, boltProfile }
+  # (lib.publishedProfiles): a release's published profiles instead of training.
   gatewayChain =
-    published:
+    args:
+    let
+      shapes = args.shapes or source.shapes;
+    in
     mkPgoBoltChain (
-      {
+      import ./gateway/chain-args.nix {
+        inherit (builder) runStage;
+        inherit trainer shapes;
+        valgrind = "${pkgs.valgrind}/bin/valgrind";
+      }
+      // builtins.removeAttrs args [ "shapes" ]
+      // {
         inherit pkgs craneLib;
         src = source.cargo;
-        binName = "gateway";
-        trainCommand = "${trainer}/bin/trainer";
-        trainData = source.shapes;
-        # checks.holdout: PGO and PGO+BOLT must not cost more instructions per request than
-        # plain on the shape that never trained.
-        holdoutGate = import ./checks/holdout.nix { valgrind = "${pkgs.valgrind}/bin/valgrind"; };
       }
-      // published
     );
   chain = gatewayChain { };
 

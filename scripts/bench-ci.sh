@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI's bench tier on the host chain's binaries: the valgrind ratios (report), the translated
+# CI's bench tier on the host chain's binaries: the valgrind ratios (report), textsearch's
+# (examples/textsearch, the second program through lib.mkPgoBoltChain; report), the translated
 # paths' instructions per request next to passthrough (report, callgrind-translated.md), the
 # holdout gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape
 # exceed 1.00x plain) and the soak and fault run on the plain build (scripts/soak.sh; fails on any
@@ -39,6 +40,16 @@ t0=$SECONDS
 "$TRAINER" bench callgrind --shapes shapes --shape chat-nonstream-minimal "${variants[@]}" \
   --work-dir "$out/callgrind" --json "$out/callgrind.json" --markdown "$out/callgrind.md"
 echo "=== bench-ci: callgrind ratios in $((SECONDS - t0)) s"
+
+# The second program's chain (examples/textsearch, tier c builds it into CHAIN_OUT/textsearch):
+# its PGO and PGO+BOLT instruction ratios (textsearch.md).
+if [ -d "$chain/textsearch" ]; then
+  t0=$SECONDS
+  BENCH_CI_OUT="$out" "$repo/scripts/bench-example.sh" "$chain/textsearch"
+  echo "=== bench-ci: textsearch ratios in $((SECONDS - t0)) s"
+else
+  echo "=== bench-ci: no textsearch chain in $chain (tier c builds it): its ratios are not reported"
+fi
 
 # The translated paths next to passthrough (`trainer bench translated`): each pair sends the
 # same client body, the translated shape routes its model to the other provider, so the

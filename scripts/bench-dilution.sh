@@ -13,7 +13,7 @@ instrumented=$(realpath "${2:?instrumented gateway}")
 : "${TRAINER:?TRAINER must name a built trainer}"
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 target_base=${TARGET_BASE:-$results/chain-target}
-export STAGE_COMMON="$repo/nix/stages/common.sh"
+export STAGE_COMMON="$repo/nix/stages/common.sh" STAGE_WORKLOAD="$repo/nix/stages/workload.sh"
 
 single_shapes="$results/shapes-single"
 rm -rf "$single_shapes" && mkdir -p "$single_shapes"
@@ -21,9 +21,13 @@ cp "$repo/shapes/chat-nonstream-minimal.toml" "$single_shapes/"
 cp -R "$repo/shapes/bodies" "$single_shapes/"
 
 rm -rf "$results/profile-single" "$results/profile-single.tmp"
-env STAGE_NAME=gateway-profile-single OUT_DIR="$results/profile-single.tmp" TRAINER="$TRAINER" \
-  GATEWAY_BIN="$instrumented" LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" SHAPES="$single_shapes" \
-  bash "$repo/nix/stages/profile.sh"
+# The gateway's workload on the one shape (as nix/gateway/workload.nix writes it).
+printf '#!/usr/bin/env bash\nexec %q workload --shapes %q "$@"\n' "$TRAINER" "$single_shapes" >"$results/workload-single"
+chmod +x "$results/workload-single"
+env STAGE_NAME=gateway-profile-single OUT_DIR="$results/profile-single.tmp" \
+  WORKLOAD="$results/workload-single" BIN="$instrumented" BIN_NAME=gateway MIN_PROFILES=1 \
+  MIN_PROFILE_BYTES=65536 LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" READELF="$(command -v readelf)" \
+  bash "$repo/nix/stages/pgo-profile.sh"
 mv "$results/profile-single.tmp" "$results/profile-single"
 # Content-named, as chain-local.sh does: cargo fingerprints RUSTFLAGS, not the profile.
 sha=$(sha256sum "$results/profile-single/gateway.profdata" | cut -c1-16)

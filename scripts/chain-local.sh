@@ -9,7 +9,9 @@
 #   LLVM_BIN       LLVM 22 bin dir (default /usr/lib/llvm-22/bin); or each tool by path:
 #   LLVM_PROFDATA, LLVM_BOLT, MERGE_FDATA, BOLT_RT_LIB, READELF
 #   TRAINER        a built trainer (default: built here, release, without fat LTO)
-#   SHAPES         the shapes directory (default ./shapes)
+#   SHAPES         the shapes directory (default ./shapes): the gateway's workload is
+#                  `trainer workload --shapes SHAPES BIN`, as in the Nix chain
+#                  (nix/gateway/workload.nix)
 #   TARGET_BASE    persistent cargo target dirs, one per flag set (default ./target/chain-local)
 #
 # Each stage writes OUTDIR/<stage>.tmp and renames it only on success: a failed stage leaves
@@ -21,7 +23,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 outdir=${1:-$repo/out/chain-local}
 outdir=$(mkdir -p "$outdir" && cd "$outdir" && pwd)
 stages="$repo/nix/stages"
-export STAGE_COMMON="$stages/common.sh"
+export STAGE_COMMON="$stages/common.sh" STAGE_WORKLOAD="$stages/workload.sh"
 
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 LLVM_PROFDATA=${LLVM_PROFDATA:-$LLVM_BIN/llvm-profdata}
@@ -73,9 +75,19 @@ if [ -z "${TRAINER:-}" ]; then
 fi
 export TRAINER
 
+# The gateway's workload and its floors, as nix/gateway/chain-args.nix gives them to the chain.
+# `trainer shapes` validates the shapes and counts the training ones: one profile each.
+training=$("$TRAINER" shapes --shapes "$SHAPES" 2>&1 | sed -nE 's/.* ([0-9]+) training, .*/\1/p' | tail -n1)
+[ "${training:-0}" -gt 0 ] || { echo "no training shapes in $SHAPES" >&2; exit 1; }
+workload="$outdir/gateway-workload"
+printf '#!/usr/bin/env bash\nexec %q workload --shapes %q "$@"\n' "$TRAINER" "$SHAPES" >"$workload"
+chmod +x "$workload"
+export WORKLOAD="$workload" BIN_NAME=gateway MIN_PROFILES="$training"
+
 cargo_stage gateway ""
 cargo_stage gateway-instrumented "-Cprofile-generate=/tmp/gateway-pgo"
-run_stage gateway-profile profile.sh GATEWAY_BIN="$outdir/gateway-instrumented/bin/gateway"
+run_stage gateway-profile pgo-profile.sh BIN="$outdir/gateway-instrumented/bin/gateway" \
+  MIN_PROFILE_BYTES=65536
 
 sha=$(sha256sum "$outdir/gateway-profile/gateway.profdata" | cut -c1-16)
 profile="$outdir/profiles/merged-$sha.profdata"
@@ -91,10 +103,12 @@ env CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log" PROFILE_DIR="$outdir
   exit 1
 }
 
-run_stage gateway-bolt-profile bolt-profile.sh GATEWAY_BIN="$outdir/gateway-pgo/bin/gateway"
+run_stage gateway-bolt-profile bolt-profile.sh BIN="$outdir/gateway-pgo/bin/gateway" \
+  MIN_FDATA_BYTES=16384
 run_stage gateway-pgo-bolt bolt-optimize.sh GATEWAY_BIN="$outdir/gateway-pgo/bin/gateway" \
   PGO_PROOF="$outdir/gateway-pgo/share/gateway/pgo-proof.json" \
-  FDATA="$outdir/gateway-bolt-profile/gateway.fdata" BIN_NAME=gateway \
+  FDATA="$outdir/gateway-bolt-profile/gateway.fdata" \
+  FDATA_MANIFEST="$outdir/gateway-bolt-profile/manifest.json" BIN_NAME=gateway \
   BOLT_FLAGS="-reorder-blocks=ext-tsp -reorder-functions=cdsort -split-functions -split-all-cold -split-eh -icf=all -dyno-stats"
 STAGE_NAME=check-pgo-proof RESULT="$outdir/gateway-pgo-bolt" PROFILE_DIR="$outdir/gateway-profile" \
   BOLT_PROFILE="$outdir/gateway-bolt-profile" bash "$stages/check-proofs.sh"

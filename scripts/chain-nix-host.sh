@@ -11,6 +11,8 @@
 #   GATEWAY_VENDOR_DIR  where `cargo vendor` writes (default /var/tmp/gateway-vendor-<lock sha>)
 #   LLVM_BIN            LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
 #   CHAIN_ATTRS         stages to build (default: the whole chain and its three checks)
+#   CHAIN_NIX           the chain to build (default nix/host/chain.nix, the gateway's;
+#                       nix/host/example.nix is examples/textsearch's)
 #   NIX_HOST_ARGS       extra nix-build arguments (tier d passes --arg overrides)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +26,7 @@ timings="$outdir/stage-timings.txt"
 for attr in $attrs; do
   t0=$(date +%s)
   # shellcheck disable=SC2086 # NIX_HOST_ARGS is a word list by design
-  nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} \
+  nix-build "${CHAIN_NIX:-$repo/nix/host/chain.nix}" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} \
     -A "$attr" -o "$outdir/result-$attr" >/dev/null
   t1=$(date +%s)
   path=$(readlink "$outdir/result-$attr")

@@ -12,22 +12,23 @@
 #               own provider and translated onto the other, streaming and not, tool-call round
 #               trips, typed errors, usage (tests/sdk/run.sh)
 #   nix a-d     static checks, stub evaluation, the chain in a real Nix sandbox (instrumented
-#               build, `trainer profile` with Debian's llvm-profdata-22, PGO build gated on no
-#               hash mismatch, `trainer bolt-profile` with llvm-bolt-22, proofs), fail-closed
+#               build, the gateway's workload with Debian's llvm-profdata-22, PGO build gated
+#               on no hash mismatch, BOLT profile with llvm-bolt-22, proofs; examples/textsearch
+#               through lib.mkPgoBoltChain; the gateway on a user's shapes), fail-closed
 #   bench       valgrind instruction / I1 ratios and the holdout gate on tier c's binaries
 #   release     workflows, release derivations, the release gate on tier c's proofs, and
 #               scripts/verify-release.sh rebuilding tier c's release from its published
 #               profiles (bit for bit; tampered evidence refused)
 #
 # Not in the default run:
-#   stage-e2e   (trainer/tests/stage-e2e.sh) the same stages as tier c with host tools outside
-#               Nix. It repeats two fat-LTO builds that tier c already proves, which CI's time
-#               budget cannot spare; run it when changing the trainer's stages.
+#   chain-local (scripts/chain-local.sh) the same stage scripts as tier c with host tools
+#               outside Nix. It repeats the fat-LTO builds that tier c already proves, which
+#               CI's time budget cannot spare; run it when changing the stages.
 #   crane-real  (nix/tests/crane-real.sh) gateway-pgo built with crane's OWN setup hooks from
 #               a crane snapshot (CRANE_SRC; CI cannot fetch crane, so it skips, saying so,
 #               when CRANE_SRC is unset). Reuses tier c's profile: run after tier c.
 #
-# Usage: scripts/test.sh [TIER ...]   (default: all but stage-e2e, in the order above)
+# Usage: scripts/test.sh [TIER ...]   (default: all but chain-local and crane-real, in the order above)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -60,7 +61,7 @@ for t in "${tiers[@]}"; do
     lint) tier lint lint ;;
     cargo-test) tier cargo-test cargo_test ;;
     sdk) tier sdk tests/sdk/run.sh ;;
-    stage-e2e) tier stage-e2e trainer/tests/stage-e2e.sh ;;
+    chain-local) tier chain-local scripts/chain-local.sh "$repo/out/chain-local" ;;
     crane-real) tier crane-real nix/tests/crane-real.sh "$repo/out/tier-c" ;;
     nix) tier nix nix/tests/run-all.sh a b c d ;;
     # Both reuse tier c's outputs (out/tier-c): no second build of the chain.

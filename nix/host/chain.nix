@@ -1,7 +1,9 @@
-# Tier c / the local Nix command: the SAME nix/crane.nix and nix/chain.nix as the flake, built
-# with host tools: the crane stand-in (./crane) on a stdenv stand-in (./pkgs.nix), host
-# rustc/cargo, crates vendored beforehand, Debian's LLVM 22. So the shell that nix/crane.nix
-# puts into a build runs here exactly as crane would run it.
+# Tier c / the local Nix command: the gateway's chain through the SAME lib.mkPgoBoltChain,
+# nix/crane.nix and nix/chain.nix as the flake, with the gateway's own arguments
+# (nix/gateway/chain-args.nix), built with host tools (./lib.nix): the crane stand-in (./crane)
+# on a stdenv stand-in (./pkgs.nix), host rustc/cargo, crates vendored beforehand, Debian's
+# LLVM 22. So the shell that nix/crane.nix puts into a build runs here exactly as crane would
+# run it.
 # Evaluated with nix-build (not as a flake output: the tool paths are host paths, passed as
 # arguments by scripts/chain-nix-host.sh).
 #
@@ -13,9 +15,10 @@
 #                   llvm-bolt and merge-fdata of one LLVM, by absolute path
 #   boltRuntimeLib  libbolt_rt_instr.a (libbolt-22-dev)
 #   hostTriple      the host triple (`rustc -vV` host)
-#   trainerCommand  null: the workspace's trainer; else a path (an executable file) of a
-#                   stand-in honouring the same CLI (tier d's failing trainer)
-#   shapes          null: the repo's shapes/; else a path (tier d's empty shapes set)
+#   workload        null: the gateway's (`trainer workload` over the shapes); else a path (an
+#                   executable file) of a stand-in (tier d's failing workloads)
+#   shapes          null: the repo's shapes/; else a path (the user's own shapes: tier c's
+#                   fixture; tier d's empty set)
 #   profile         null: train; else a profile directory (a store path, with context:
 #                   `builtins.storePath`) used instead
 #   boltProfile     null: BOLT-train; else a BOLT profile directory (gateway.fdata +
@@ -34,7 +37,7 @@
   boltRuntimeLib ? "/usr/lib/llvm-22/lib/libbolt_rt_instr.a",
   hostTriple ? "x86_64-unknown-linux-gnu",
   system ? "x86_64-linux",
-  trainerCommand ? null,
+  workload ? null,
   shapes ? null,
   profile ? null,
   boltProfile ? null,
@@ -43,49 +46,48 @@
 }@args:
 let
   source = import ../source.nix { inherit root; };
-  pkgs = import ./pkgs.nix { inherit system hostTriple; };
-  craneLib =
-    (import ./crane/lib (
-      {
-        inherit pkgs vendorDir;
-      }
-      // (if craneHooks == null then { } else { hooks = craneHooks; })
-    )).overrideToolchain
-      (_: rustSysroot);
+  host = import ./lib.nix {
+    inherit
+      rustSysroot
+      vendorDir
+      llvmBin
+      boltRuntimeLib
+      hostTriple
+      system
+      craneHooks
+      ;
+  };
   builder = import ../crane.nix {
-    inherit pkgs craneLib;
+    inherit (host) pkgs craneLib;
     src = source.cargo;
     testSrc = source.tests;
   };
-  chain = import ../chain.nix {
-    inherit (builder) buildWith runStage;
-    inherit hostTriple;
-    tools = {
-      llvmProfdata = "${llvmBin}/llvm-profdata";
-      llvmBolt = "${llvmBin}/llvm-bolt";
-      mergeFdata = "${llvmBin}/merge-fdata";
-      inherit boltRuntimeLib;
-      readelf = "/usr/bin/readelf";
-    };
-    # A path given here is copied into the store (it must be visible in the sandbox).
-    trainer =
-      if trainerCommand == null then "${builder.trainer}/bin/trainer" else "${trainerCommand}";
+  gateway = import ../gateway/chain-args.nix {
+    inherit (builder) runStage trainer;
+    inherit workload;
     shapes = if shapes == null then source.shapes else shapes;
     # Debian's valgrind; /usr is bound into the sandbox (scripts/chain-host-env.sh).
-    holdoutGate = import ../checks/holdout.nix { valgrind = "/usr/bin/valgrind"; };
-    inherit boltProfile;
-    profile =
-      if profileFrom == null then
-        profile
-      else
-        (import ./chain.nix (
-          args
-          // {
-            root = profileFrom;
-            profileFrom = null;
-          }
-        )).gateway-profile;
+    valgrind = "/usr/bin/valgrind";
   };
+  chain = host.mkPgoBoltChain (
+    gateway
+    // {
+      inherit (host) pkgs;
+      src = source.cargo;
+      inherit boltProfile;
+      profile =
+        if profileFrom == null then
+          profile
+        else
+          (import ./chain.nix (
+            args
+            // {
+              root = profileFrom;
+              profileFrom = null;
+            }
+          )).gateway-profile;
+    }
+  );
 in
 chain
 // {

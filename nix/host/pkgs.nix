@@ -57,6 +57,21 @@ in
     inherit mkDerivation;
   };
   inherit runCommand;
+  runtimeShell = "/bin/bash";
+  # nixpkgs' writeShellScript: one executable file, the shell's shebang first, syntax-checked
+  # (`bash -n`, nixpkgs' shellDryRun) at build time.
+  writeShellScript =
+    name: text:
+    runCommand name
+      {
+        text = "#!/bin/bash\n" + text;
+        passAsFile = [ "text" ];
+      }
+      ''
+        cp "$textPath" "$out"
+        chmod +x "$out"
+        /bin/bash -n "$out"
+      '';
   # nixpkgs' makeSetupHook: a package whose nix-support/setup-hook stdenv sources.
   makeSetupHook =
     { name }:

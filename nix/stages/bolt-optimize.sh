@@ -5,9 +5,9 @@
 #
 # Environment:
 #   STAGE_COMMON  path of common.sh
-#   GATEWAY_BIN   the PGO gateway (--emit-relocs, symbols kept)
+#   GATEWAY_BIN   the PGO binary (--emit-relocs, symbols kept)
 #   PGO_PROOF     its pgo-proof.json, carried into the output
-#   FDATA         the merged gateway.fdata
+#   FDATA         the merged <BIN_NAME>.fdata
 #   FDATA_MANIFEST  its manifest.json: its pgo_bin_sha256 must be GATEWAY_BIN's sha256
 #   LLVM_BOLT     absolute path of llvm-bolt
 #   READELF       absolute path of readelf
@@ -45,12 +45,12 @@ need_var OUT_DIR
 work=$(mktemp -d "${TMPDIR:-/tmp}/bolt.XXXXXX")
 # Copy input and profile into the build dir: .note.bolt_info records the whole command line,
 # and a store path in it would become a runtime reference of the output.
-cp "$GATEWAY_BIN" "$work/gateway"
-cp "$FDATA" "$work/gateway.fdata"
-chmod u+w "$work/gateway" "$work/gateway.fdata"
+cp "$GATEWAY_BIN" "$work/$BIN_NAME"
+cp "$FDATA" "$work/$BIN_NAME.fdata"
+chmod u+w "$work/$BIN_NAME" "$work/$BIN_NAME.fdata"
 # shellcheck disable=SC2086 # BOLT_FLAGS is a word list by design
-(cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" gateway -o gateway.bolt \
-  -data=gateway.fdata $BOLT_FLAGS) >"$work/bolt.log" 2>&1 || {
+(cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" "$BIN_NAME" -o "$BIN_NAME.bolt" \
+  -data="$BIN_NAME.fdata" $BOLT_FLAGS) >"$work/bolt.log" 2>&1 || {
   cat "$work/bolt.log" >&2
   die "llvm-bolt failed"
 }
@@ -63,12 +63,12 @@ functions_with_profile=$(printf '%s' "$profiled_line" | sed -nE 's/.*BOLT-INFO: 
 functions_total=$(printf '%s' "$profiled_line" | sed -nE 's/.*BOLT-INFO: ([0-9]+) out of ([0-9]+) functions.*/\2/p')
 [ "${functions_with_profile:-0}" -gt 0 ] || die "no function has a BOLT profile: $profiled_line"
 
-note_text=$("$READELF" -p .note.bolt_info "$work/gateway.bolt" 2>/dev/null || true)
+note_text=$("$READELF" -p .note.bolt_info "$work/$BIN_NAME.bolt" 2>/dev/null || true)
 printf '%s\n' "$note_text" | grep -q 'BOLT revision' || die "output has no .note.bolt_info"
 case "$note_text" in
   */nix/store/*) die ".note.bolt_info names a store path" ;;
 esac
-stack=$("$READELF" -lW "$work/gateway.bolt" | grep GNU_STACK || true)
+stack=$("$READELF" -lW "$work/$BIN_NAME.bolt" | grep GNU_STACK || true)
 [ -n "$stack" ] || die "output has no GNU_STACK program header"
 case "$(printf '%s' "$stack" | awk '{print $7}')" in
   RW) ;;
@@ -80,20 +80,20 @@ mkdir -p "$OUT_DIR/bin" "$OUT_DIR/share/$BIN_NAME"
 tmp="$work/bolt-proof.json"
 {
   printf '{\n'
-  printf '  "stage": "gateway-pgo-bolt",\n'
-  printf '  "fdata_sha256": %s,\n' "$(json_str "$(sha256_of "$work/gateway.fdata")")"
-  printf '  "fdata_bytes": %s,\n' "$(bytes_of "$work/gateway.fdata")"
+  printf '  "stage": %s,\n' "$(json_str "$BIN_NAME-pgo-bolt")"
+  printf '  "fdata_sha256": %s,\n' "$(json_str "$(sha256_of "$work/$BIN_NAME.fdata")")"
+  printf '  "fdata_bytes": %s,\n' "$(bytes_of "$work/$BIN_NAME.fdata")"
   printf '  "functions_with_profile": %s,\n' "$functions_with_profile"
   printf '  "functions_total": %s,\n' "${functions_total:-0}"
-  printf '  "input_sha256": %s,\n' "$(json_str "$(sha256_of "$work/gateway")")"
-  printf '  "output_sha256": %s,\n' "$(json_str "$(sha256_of "$work/gateway.bolt")")"
+  printf '  "input_sha256": %s,\n' "$(json_str "$(sha256_of "$work/$BIN_NAME")")"
+  printf '  "output_sha256": %s,\n' "$(json_str "$(sha256_of "$work/$BIN_NAME.bolt")")"
   printf '  "bolt_version": %s,\n' "$(json_str "$bolt_version")"
   printf '  "gnu_stack": %s,\n' "$(json_str "$(printf '%s' "$stack" | awk '{print $7}')")"
   printf '  "bolt_info": %s,\n' "$(json_str "$(printf '%s\n' "$note_text" | grep -o 'BOLT revision.*' | head -n1)")"
-  printf '  "flags": %s\n' "$(json_str "-data=gateway.fdata $BOLT_FLAGS")"
+  printf '  "flags": %s\n' "$(json_str "-data=$BIN_NAME.fdata $BOLT_FLAGS")"
   printf '}\n'
 } >"$tmp"
-install -m 0755 "$work/gateway.bolt" "$OUT_DIR/bin/$BIN_NAME"
+install -m 0755 "$work/$BIN_NAME.bolt" "$OUT_DIR/bin/$BIN_NAME"
 install -m 0644 "$PGO_PROOF" "$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
 install -m 0644 "$tmp" "$OUT_DIR/share/$BIN_NAME/bolt-proof.json"
 rm -rf "$work"

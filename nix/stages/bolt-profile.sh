@@ -1,71 +1,102 @@
 # shellcheck shell=bash
-# Stage: BOLT training. Instruments the PGO binary with llvm-bolt (no PMU on these VMs, so
-# instrumentation, not perf sampling), runs `trainer bolt-profile` on it and publishes the
-# merged .fdata only after it checked out. Fail-closed like profile.sh.
+# Stage: the BOLT profile. Instruments the PGO binary with llvm-bolt (no PMU on these VMs, so
+# instrumentation, not perf sampling; one .fdata per process), runs the caller's workload (the
+# contract: workload.sh) against it, checks the files, merges them with merge-fdata and writes
+# <BIN_NAME>.fdata with its manifest. Fail-closed like pgo-profile.sh.
 #
 # Environment:
-#   STAGE_COMMON  path of common.sh
-#   TRAINER       absolute path of the training command (the `trainer bolt-profile` contract)
-#   GATEWAY_BIN   the PGO gateway, linked with --emit-relocs
-#   LLVM_BOLT     absolute path of llvm-bolt
-#   BOLT_RT_LIB   absolute path of libbolt_rt_instr.a: llvm-bolt otherwise looks for it next to
-#                 its own binary and fails with "library not found" when that is elsewhere
-#   MERGE_FDATA   absolute path of merge-fdata
-#   SHAPES        the shapes directory
-#   OUT_DIR       where gateway.fdata + manifest.json go (defaults to $out)
+#   STAGE_COMMON     path of common.sh
+#   STAGE_WORKLOAD   path of workload.sh
+#   WORKLOAD         absolute path of the workload executable
+#   BIN              the PGO binary, linked with --emit-relocs
+#   BIN_NAME         the binary's name: the profile is <BIN_NAME>.fdata
+#   LLVM_BOLT        absolute path of llvm-bolt
+#   BOLT_RT_LIB      absolute path of libbolt_rt_instr.a: llvm-bolt otherwise looks for it next
+#                    to its own binary and fails with "library not found" when that is elsewhere
+#   MERGE_FDATA      absolute path of merge-fdata
+#   MIN_PROFILES     fewest .fdata files the workload must leave (default 1)
+#   MIN_FDATA_BYTES  smallest acceptable .fdata (default 64)
+#   WORKLOAD_TIMEOUT seconds (default 3600)
+#   OUT_DIR          where the fdata and manifest.json go (defaults to $out)
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
-STAGE_NAME=${STAGE_NAME:-gateway-bolt-profile}
+# shellcheck source=workload.sh
+. "$STAGE_WORKLOAD"
+STAGE_NAME=${STAGE_NAME:-bolt-profile}
 stage_start
 
-need_exe TRAINER "${TRAINER:-}"
-need_exe GATEWAY_BIN "${GATEWAY_BIN:-}"
+need_exe WORKLOAD "${WORKLOAD:-}"
+need_exe BIN "${BIN:-}"
 need_exe LLVM_BOLT "${LLVM_BOLT:-}"
 need_exe MERGE_FDATA "${MERGE_FDATA:-}"
 nonempty "${BOLT_RT_LIB:-/nonexistent}" "BOLT runtime library"
-need_var SHAPES
+need_var BIN_NAME
 OUT_DIR=${OUT_DIR:-${out:-}}
 need_var OUT_DIR
-[ -d "$SHAPES" ] || die "shapes directory missing: $SHAPES"
-compgen -G "$SHAPES/*.toml" >/dev/null || die "no shapes (*.toml) in $SHAPES"
+min_profiles=${MIN_PROFILES:-1}
+min_bytes=${MIN_FDATA_BYTES:-64}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bolt-profile.XXXXXX")
-mkdir -p "$work/fdata"
-# Copy first: the instrumented binary must not name a store path of its input.
-cp "$GATEWAY_BIN" "$work/gateway"
-chmod u+w "$work/gateway"
+mkdir -p "$work/pgo" "$work/bin" "$work/fdata"
+# Copy first: the instrumented binary must not name a store path of its input. The workload
+# gets it under the binary's own name (argv[0] and usage texts stay the same).
+cp "$BIN" "$work/pgo/$BIN_NAME"
+chmod u+w "$work/pgo/$BIN_NAME"
+# The runtime writes <prefix>.<pid>.fdata at a normal exit; it does not create the directory.
 # exec -a: llvm-bolt records argv[0] in .note.bolt_info; keep store paths out of it.
-(cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" gateway -o gateway.inst \
+(cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" "pgo/$BIN_NAME" -o "bin/$BIN_NAME" \
   -instrument \
   --runtime-instrumentation-lib="$BOLT_RT_LIB" \
-  -instrumentation-file="$work/fdata/prof" \
+  -instrumentation-file="$work/fdata/$BIN_NAME" \
   -instrumentation-file-append-pid) >"$work/instrument.log" 2>&1 || {
   cat "$work/instrument.log" >&2
   die "llvm-bolt -instrument failed"
 }
 tail -n 3 "$work/instrument.log" >&2
 
-"$TRAINER" bolt-profile \
-  --gateway-bin "$work/gateway.inst" \
-  --merge-fdata "$MERGE_FDATA" \
-  --shapes "$SHAPES" \
-  --instrumentation-file "$work/fdata/prof" \
-  --out "$work/out" ||
-  die "trainer bolt-profile failed (exit $?)"
+run_workload "$WORKLOAD" "$work/bin/$BIN_NAME" "$work/run"
 
-nonempty "$work/out/gateway.fdata" "merged fdata"
-nonempty "$work/out/manifest.json" "bolt-profile manifest"
+shopt -s nullglob
+raw=("$work/fdata/$BIN_NAME".*.fdata)
+shopt -u nullglob
+raw_bytes=$(check_profile_files .fdata "$min_profiles" "$min_bytes" "${raw[@]}")
+
+mkdir -p "$work/out"
+merged="$work/out/$BIN_NAME.fdata"
+"$MERGE_FDATA" "${raw[@]}" -o "$merged" >"$work/merge.log" 2>&1 || {
+  cat "$work/merge.log" >&2
+  die "merge-fdata failed"
+}
+nonempty "$merged" "merged fdata"
+# Branch lines are `<is_sym> <from> <off> <is_sym> <to> <off> <mispred> <count>`: a function
+# counts where its is_sym is 1 (0 marks an address outside any known function).
+functions=$(awk '$1 == "1" { f[$2] = 1 } $4 == "1" { f[$5] = 1 } END { n = 0; for (k in f) n++; print n }' "$merged")
+[ "$functions" -gt 0 ] || die "the merged fdata names no function"
+
 # The fdata only fits the binary it was trained on (BOLT matches functions by address and
-# layout): record that binary's sha256, which bolt-optimize.sh requires to equal its input's.
-# Then a published or cached fdata cannot be applied to another PGO build unnoticed.
-pgo_sha=$(sha256_of "$work/gateway")
-head -n1 "$work/out/manifest.json" | grep -qx '{' || die "unexpected bolt-profile manifest layout"
-sed -i "1a\\  \"pgo_bin_sha256\": \"$pgo_sha\"," "$work/out/manifest.json"
-grep -q "\"pgo_bin_sha256\": \"$pgo_sha\"" "$work/out/manifest.json" || die "cannot record pgo_bin_sha256"
-note "fdata: $(bytes_of "$work/out/gateway.fdata") bytes"
+# layout): pgo_bin_sha256 records that binary, and bolt-optimize.sh requires it to equal its
+# input's, so a published or cached fdata cannot be applied to another PGO build unnoticed.
+{
+  printf '{\n'
+  printf '  "kind": "bolt",\n'
+  printf '  "pgo_bin_sha256": %s,\n' "$(json_str "$(sha256_of "$work/pgo/$BIN_NAME")")"
+  printf '  "binary": %s,\n' "$(json_str "$BIN_NAME")"
+  printf '  "workload": %s,\n' "$(json_str "$(scrub_store "$WORKLOAD")")"
+  printf '  "tool": "merge-fdata",\n'
+  printf '  "min_profiles": %s,\n' "$min_profiles"
+  printf '  "min_fdata_bytes": %s,\n' "$min_bytes"
+  printf '  "raw_files": %s,\n' "${#raw[@]}"
+  printf '  "raw_bytes": %s,\n' "$raw_bytes"
+  printf '  "merged_file": %s,\n' "$(json_str "$BIN_NAME.fdata")"
+  printf '  "merged_bytes": %s,\n' "$(bytes_of "$merged")"
+  printf '  "merged_sha256": %s,\n' "$(json_str "$(sha256_of "$merged")")"
+  printf '  "functions": %s\n' "$functions"
+  printf '}\n'
+} >"$work/out/manifest.json"
+note "fdata: ${#raw[@]} files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $functions functions"
 
 mkdir -p "$OUT_DIR"
-mv "$work/out/gateway.fdata" "$work/out/manifest.json" "$OUT_DIR/"
+mv "$merged" "$work/out/manifest.json" "$OUT_DIR/"
 rm -rf "$work"
 stage_done

@@ -5,8 +5,8 @@
 # Environment:
 #   STAGE_COMMON  path of common.sh
 #   RESULT        the gateway-pgo-bolt output (bin/, share/gateway/)
-#   PROFILE_DIR   the gateway-profile output
-#   BOLT_PROFILE  the gateway-bolt-profile output
+#   PROFILE_DIR   the profile stage's output (<BIN_NAME>.profdata)
+#   BOLT_PROFILE  the BOLT profile stage's output (<BIN_NAME>.fdata)
 #   READELF       absolute path of readelf
 #   BIN_NAME      the optimized binary (default gateway)
 set -euo pipefail
@@ -36,8 +36,8 @@ expect_pos() {
   note "ok: $1 = $2"
 }
 
-expect_eq profile_sha256 "$(json_strval profile_sha256 "$pgo")" "$(sha256_of "$PROFILE_DIR/gateway.profdata")"
-expect_eq profile_bytes "$(json_num profile_bytes "$pgo")" "$(bytes_of "$PROFILE_DIR/gateway.profdata")"
+expect_eq profile_sha256 "$(json_strval profile_sha256 "$pgo")" "$(sha256_of "$PROFILE_DIR/$BIN_NAME.profdata")"
+expect_eq profile_bytes "$(json_num profile_bytes "$pgo")" "$(bytes_of "$PROFILE_DIR/$BIN_NAME.profdata")"
 expect_pos profraw_count "$(json_num profraw_count "$pgo")"
 expect_pos profile_total_functions "$(json_num profile_total_functions "$pgo")"
 expect_eq hash_mismatch_warnings "$(json_num hash_mismatch_warnings "$pgo")" 0
@@ -46,8 +46,8 @@ grep -q '"rustc_llvm": "[0-9]' "$pgo" || die "pgo-proof.json has no LLVM version
 grep -q -- '-Cprofile-use=' "$pgo" || die "pgo-proof.json rustflags carry no -Cprofile-use"
 grep -q -- '--emit-relocs' "$pgo" || die "pgo-proof.json rustflags carry no --emit-relocs"
 
-expect_eq fdata_bytes "$(json_num fdata_bytes "$bolt")" "$(bytes_of "$BOLT_PROFILE/gateway.fdata")"
-expect_eq fdata_sha256 "$(json_strval fdata_sha256 "$bolt")" "$(sha256_of "$BOLT_PROFILE/gateway.fdata")"
+expect_eq fdata_bytes "$(json_num fdata_bytes "$bolt")" "$(bytes_of "$BOLT_PROFILE/$BIN_NAME.fdata")"
+expect_eq fdata_sha256 "$(json_strval fdata_sha256 "$bolt")" "$(sha256_of "$BOLT_PROFILE/$BIN_NAME.fdata")"
 expect_pos functions_with_profile "$(json_num functions_with_profile "$bolt")"
 expect_eq output_sha256 "$(json_strval output_sha256 "$bolt")" "$(sha256_of "$bin")"
 grep -q '"bolt_version": ".*LLVM version' "$bolt" || die "bolt-proof.json has no BOLT version"

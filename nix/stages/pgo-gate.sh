@@ -12,7 +12,8 @@
 # process (nix/chain.nix states the contract).
 #   STAGE_COMMON          path of common.sh
 #   CARGO_STDERR_LOG      cargo's stderr of the PGO build (nix/stages/cargo-build.sh keeps it)
-#   PROFILE_DIR           output of the profile stage (gateway.profdata, manifest.json)
+#   PROFILE_DIR           output of the profile stage (<BIN_NAME>.profdata, manifest.json)
+#   BIN_NAME              the binary (default gateway): names the profile and the proof's stage
 #   RUSTFLAGS             the flags the build used (recorded, store hashes scrubbed)
 #   TARGET                the target triple the build used (recorded)
 #   PROOF_OUT             where to write pgo-proof.json
@@ -37,7 +38,8 @@ need_var PROFILE_DIR
 need_var PROOF_OUT
 need_exe LLVM_PROFDATA "${LLVM_PROFDATA:-}"
 log=$CARGO_STDERR_LOG
-profile="$PROFILE_DIR/gateway.profdata"
+BIN_NAME=${BIN_NAME:-gateway}
+profile="$PROFILE_DIR/$BIN_NAME.profdata"
 manifest="$PROFILE_DIR/manifest.json"
 nonempty "$profile" "profile"
 nonempty "$manifest" "profile manifest"
@@ -83,7 +85,7 @@ fi
 show=$("$LLVM_PROFDATA" show "$profile") || die "llvm-profdata cannot read $profile"
 total_functions=$(printf '%s\n' "$show" | sed -nE 's/^Total functions: ([0-9]+).*/\1/p' | head -n1)
 [ "${total_functions:-0}" -gt 0 ] || die "profile reports no functions"
-# The trainer's manifest: raw_files/raw_bytes are the .profraw files, merged_sha256 the profile.
+# The profile stage's manifest: raw_files/raw_bytes are the .profraw files, merged_sha256 the profile.
 profraw_count=$(json_num raw_files "$manifest")
 profraw_bytes=$(json_num raw_bytes "$manifest")
 [ "${profraw_count:-0}" -gt 0 ] || die "manifest records no .profraw files: $manifest"
@@ -94,7 +96,7 @@ tmp="$PROOF_OUT.tmp"
 mkdir -p "$(dirname "$PROOF_OUT")"
 {
   printf '{\n'
-  printf '  "stage": "gateway-pgo",\n'
+  printf '  "stage": %s,\n' "$(json_str "$BIN_NAME-pgo")"
   printf '  "profile_sha256": %s,\n' "$(json_str "$(sha256_of "$profile")")"
   printf '  "profile_bytes": %s,\n' "$(bytes_of "$profile")"
   printf '  "profile_total_functions": %s,\n' "$total_functions"

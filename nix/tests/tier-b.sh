@@ -77,9 +77,12 @@ wiring=$(ev --raw "$flake#packages.x86_64-linux" --apply 'p: builtins.concatStri
   ("pgoDepsBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.cargoArtifacts.buildPhase)
   ("plainFlags=[" + p.gateway.RUSTFLAGS + "]")
   ("profdata=" + p.gateway-profile.LLVM_PROFDATA)
-  ("profileBin=" + p.gateway-profile.GATEWAY_BIN)
+  ("profileBin=" + p.gateway-profile.BIN)
+  ("profileWorkload=" + p.gateway-profile.WORKLOAD)
+  ("profileMin=" + p.gateway-profile.MIN_PROFILES)
+  ("boltWorkload=" + p.gateway-bolt-profile.WORKLOAD)
   ("boltRt=" + p.gateway-bolt-profile.BOLT_RT_LIB)
-  ("boltProfileBin=" + p.gateway-bolt-profile.GATEWAY_BIN)
+  ("boltProfileBin=" + p.gateway-bolt-profile.BIN)
   ("boltFlags=" + p.gateway-pgo-bolt.BOLT_FLAGS)
   ("fdata=" + p.gateway-pgo-bolt.FDATA)
   ("default=" + p.default.drvPath)
@@ -119,9 +122,16 @@ expect gateway-pgo.dontStrip "${w[pgoDontStrip]}" "true"
 expect gateway-pgo.cargoArtifacts.RUSTFLAGS "${w[pgoDepsFlags]}" "${w[pgoFlags]}"
 expect gateway.RUSTFLAGS "${w[plainFlags]}" "[]"
 expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
-expect gateway-profile.GATEWAY_BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
+expect gateway-profile.BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
+# The workload contract: both profile stages run the gateway's workload (`trainer workload`),
+# and expect one profile per training shape.
+expect gateway-profile.WORKLOAD "${w[profileWorkload]}" "-gateway-workload/bin/gateway-workload"
+[ "${w[profileWorkload]}" = "${w[boltWorkload]}" ] || fail "the profile stages run different workloads"
+training=$(grep -L -E '^holdout *= *true' "$repo"/shapes/*.toml | wc -l)
+[ "${w[profileMin]}" = "$training" ] || fail "MIN_PROFILES is ${w[profileMin]}, not the $training training shapes"
+echo "  ok: MIN_PROFILES = $training training shapes"
 expect gateway-bolt-profile.BOLT_RT_LIB "${w[boltRt]}" "stub-bolt-22/lib/libbolt_rt_instr.a"
-expect gateway-bolt-profile.GATEWAY_BIN "${w[boltProfileBin]}" "${w[pgo]}/bin/gateway"
+expect gateway-bolt-profile.BIN "${w[boltProfileBin]}" "${w[pgo]}/bin/gateway"
 expect gateway-pgo-bolt.BOLT_FLAGS "${w[boltFlags]}" "-icf=all"
 reject gateway-pgo-bolt.BOLT_FLAGS "${w[boltFlags]}" "-use-gnu-stack"
 expect gateway-pgo-bolt.FDATA "${w[fdata]}" "${w[boltProfile]}/gateway.fdata"
@@ -141,14 +151,25 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
       inherit pkgs;
       src = builtins.toFile \"src\" \"x\";
       binName = \"other\";
-      trainCommand = \"/bin/false\";
-      trainData = builtins.toFile \"data\" \"y\";
+      workload = \"/bin/false\";
+      minProfiles = 3;
     };
-  in [ c.other-pgo-bolt.drvPath c.other-pgo.RUSTFLAGS c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks) ]")
+  in [ c.other-pgo-bolt.drvPath c.other-pgo.RUSTFLAGS c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks)
+       c.other-profile.WORKLOAD c.other-profile.MIN_PROFILES c.other-bolt-profile.MIN_PROFILES c.other-pgo-bolt.FDATA ]")
 echo "  $out"
 expect mkPgoBoltChain "$out" "other-pgo-bolt.drv"
 expect mkPgoBoltChain "$out" "aarch64-unknown-linux-gnu"
 expect mkPgoBoltChain "$out" '"closure","pgo-proof"'
+expect mkPgoBoltChain "$out" '"/bin/false","3","3"'
+expect mkPgoBoltChain "$out" "-other-bolt-profile/other.fdata"
+# The retired trainer contract is refused by name, not silently ignored.
+if retired=$(nix eval "${nixf[@]}" --impure --json "$flake#lib" --apply "lib: (lib.mkPgoBoltChain {
+    pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+    src = builtins.toFile \"src\" \"x\"; binName = \"other\"; workload = \"/bin/false\";
+    trainCommand = \"/bin/false\"; }).other-profile.drvPath" 2>&1); then
+  fail "mkPgoBoltChain accepted the retired trainCommand argument"
+fi
+expect "mkPgoBoltChain with trainCommand" "$retired" "unexpected argument 'trainCommand'"
 
 echo "== lib.gatewayChain from a release's published profiles (lib.publishedProfiles)"
 out=$(ev --impure --json "$flake#lib" --apply "lib:
@@ -175,5 +196,65 @@ expect gatewayChain "$out" "-published-profile/gateway.profdata"
 flags=$(printf '%s' "$out" | sed -nE 's/^\["([^"]*)","([^"]*)".*/\1|\2/p')
 [ -n "$flags" ] && [ "${flags%%|*}" = "${flags#*|}" ] && echo "  ok: RUSTFLAGS are the same trained or published" ||
   fail "RUSTFLAGS differ between a trained and a published profile: $flags"
+
+echo "== lib.gatewayChain on the user's own shapes (nix/tests/fixtures/user-shapes)"
+user_shapes="$repo/nix/tests/fixtures/user-shapes"
+out=$(ev --impure --json "$flake#lib" --apply "lib:
+  let c = lib.gatewayChain \"x86_64-linux\" { shapes = $user_shapes; };
+  in [ c.gateway-profile.MIN_PROFILES c.gateway-profile.WORKLOAD c.gateway-pgo-bolt.drvPath
+       c.checks.holdout.drvPath ]") || fail "lib.gatewayChain with the user's shapes does not evaluate"
+echo "  $out" | cut -c1-300
+expect "gatewayChain { shapes }" "$out" '["3",'
+expect "gatewayChain { shapes }" "$out" "-gateway-workload/bin/gateway-workload"
+[ "$(printf '%s' "$out" | grep -o '"/nix/store/[^"]*gateway-pgo-bolt.drv"')" != "\"${w[pgoBolt]}\"" ] ||
+  fail "the user's shapes give the same gateway-pgo-bolt as shapes/"
+holdout_drv=$(printf '%s' "$out" | grep -oE '/nix/store/[^"]*-gateway-check-holdout.drv')
+nix show-derivation "${nixf[@]}" "$holdout_drv" 2>/dev/null | grep -q 'user-shapes\|--shapes /nix/store/' ||
+  fail "checks.holdout does not measure the user's shapes"
+echo "  ok: 3 training shapes, its own workload and holdout check"
+
+echo "== the template: nix flake init -t, then the packager's flake evaluates"
+tpl=$(mktemp -d /var/tmp/tier-b-template.XXXXXX)
+trap 'rm -f "$errlog"; rm -rf "$tpl"' EXIT
+# `nix flake init` takes no lock flags: the template is read without this flake's inputs.
+(cd "$tpl" && nix flake init --extra-experimental-features 'nix-command flakes' \
+  --option substituters '' --option build-users-group '' -t "$flake" 2>"$errlog") || {
+  cat "$errlog" >&2
+  fail "nix flake init -t"
+}
+for f in flake.nix chain.nix workload.sh Cargo.toml Cargo.lock src/main.rs; do
+  [ -e "$tpl/$f" ] || fail "the template lacks $f"
+done
+# The template's flake takes this repository as its `pgo-bolt` input (its nixpkgs follows
+# ours), with the same stub inputs as above underneath.
+tplf=(
+  --extra-experimental-features 'nix-command flakes'
+  --option substituters ''
+  --option build-users-group ''
+  --no-write-lock-file
+  --override-input pgo-bolt "$flake"
+  --override-input pgo-bolt/nixpkgs "path:$stubs/nixpkgs"
+  --override-input pgo-bolt/crane "path:$repo/nix/host/crane"
+  --override-input pgo-bolt/fenix "path:$stubs/fenix"
+  --override-input pgo-bolt/fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
+)
+out=$(nix eval "${tplf[@]}" --json "path:$tpl#packages.x86_64-linux" --apply 'p: [
+  p.default.drvPath p.textsearch-pgo-bolt.drvPath p.textsearch-profile.WORKLOAD
+  p.textsearch-profile.MIN_PROFILES p.textsearch-bolt-profile.WORKLOAD p.textsearch-pgo.RUSTFLAGS
+  p.textsearch-instrumented.RUSTFLAGS ]' 2>"$errlog") || {
+  cat "$errlog" >&2
+  fail "the template's packages do not evaluate"
+}
+echo "  $out" | cut -c1-300
+def=$(printf '%s' "$out" | sed -nE 's/^\["([^"]*)","([^"]*)".*/\1|\2/p')
+[ -n "$def" ] && [ "${def%%|*}" = "${def#*|}" ] || fail "the template's default is not textsearch-pgo-bolt"
+expect template "$out" "-textsearch-workload"
+expect template "$out" '"25"'
+expect template "$out" "-Cprofile-use=@pgoProfile@"
+checks=$(nix eval "${tplf[@]}" --json "path:$tpl#checks.x86_64-linux" --apply 'builtins.attrNames' 2>"$errlog") || {
+  cat "$errlog" >&2
+  fail "the template's checks do not evaluate"
+}
+expect "template checks" "$checks" '"closure","pgo-proof"'
 
 echo "tier b: PASS in $(($(date +%s) - t0)) s"

@@ -2,11 +2,13 @@
 # Tier c: the real chain in the Nix sandbox. nix/chain.nix evaluated with the host builder
 # (host rustc/cargo, crates vendored beforehand, Debian's llvm-22/bolt-22 bound in with
 # sandbox-paths) and built with --option sandbox true: trainer, plain, instrumented, profile
-# (real `trainer profile` on loopback inside the sandbox), pgo (+ gate + pgo-proof.json),
+# (the gateway's workload, `trainer workload`, on loopback inside the sandbox), pgo (+ gate + pgo-proof.json),
 # bolt-profile, pgo-bolt (+ bolt-proof.json), then the pgo-proof, closure and holdout checks,
 # and the workspace checks (fmt, clippy, tests: the test suite in the sandbox). Every cargo
 # build goes through nix/crane.nix's buildWith on the crane stand-in (nix/host/crane).
 # Then: a rebuild with max-jobs 0 must find every stage in the store (nothing rebuilds).
+# Then (issue 11): examples/textsearch's whole chain through lib.mkPgoBoltChain with its own
+# workload, and the gateway trained and held out on a user's shapes directory.
 #
 # Usage: nix/tests/tier-c.sh [OUTDIR]   (default ./out/tier-c; tier d reuses its results)
 # NIX_HOST_ARGS: extra nix-build arguments (e.g. --arg root DIR to test another checkout).
@@ -68,4 +70,38 @@ for attr in gateway-pgo gateway-pgo-bolt; do
   }
   echo "  ok: $attr rebuilt bit for bit ($(sha256sum "$outdir/result-$attr/bin/gateway" | cut -c1-16)) in $(($(date +%s) - t1)) s"
 done
+
+# Issue 11: the same chain for another program, and the gateway on a user's own traffic.
+echo "== examples/textsearch: its chain through lib.mkPgoBoltChain, as its flake calls it"
+ts="$outdir/textsearch"
+CHAIN_NIX="$repo/nix/host/example.nix" CHAIN_ATTRS="textsearch textsearch-instrumented \
+textsearch-profile textsearch-pgo textsearch-bolt-profile textsearch-pgo-bolt checks.pgo-proof \
+checks.closure" "$repo/scripts/chain-nix-host.sh" "$ts" >/dev/null || fail "the textsearch chain failed"
+for attr in textsearch textsearch-profile textsearch-pgo textsearch-bolt-profile textsearch-pgo-bolt \
+  checks.pgo-proof checks.closure; do
+  [ -e "$ts/result-$attr" ] || fail "no result for textsearch's $attr"
+done
+sed 's/^/  /' "$ts/stage-timings.txt"
+grep -E '"(raw_files|raw_bytes|functions)"' "$ts/result-textsearch-profile/manifest.json" "$ts/result-textsearch-bolt-profile/manifest.json" |
+  sed 's/^/  /'
+grep -E '"(functions_with_profile|functions_total)"' "$ts/result-textsearch-pgo-bolt/share/textsearch/bolt-proof.json" | sed 's/^/  /'
+# The optimized binary must still do its job: the example's own workload checks every output.
+bash "$repo/examples/textsearch/workload.sh" "$ts/result-textsearch-pgo-bolt/bin/textsearch" ||
+  fail "textsearch-pgo-bolt fails its own workload"
+echo "  ok: textsearch-pgo-bolt passes its workload"
+
+echo "== the gateway trained on a user's own shapes (nix/tests/fixtures/user-shapes)"
+us="$outdir/user-shapes"
+NIX_HOST_ARGS="${NIX_HOST_ARGS:-} --arg shapes $repo/nix/tests/fixtures/user-shapes" \
+  CHAIN_ATTRS="gateway-profile gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.holdout" \
+  "$repo/scripts/chain-nix-host.sh" "$us" >/dev/null || fail "the chain on the user's shapes failed"
+sed 's/^/  /' "$us/stage-timings.txt"
+grep -q '"raw_files": 3,' "$us/result-gateway-profile/manifest.json" ||
+  fail "the user's profile is not from its 3 training shapes: $(cat "$us/result-gateway-profile/manifest.json")"
+cmp -s "$us/result-gateway-profile/gateway.profdata" "$outdir/result-gateway-profile/gateway.profdata" &&
+  fail "the user's shapes gave the same profile as shapes/"
+grep -q 'support-chat' "$us/result-checks.holdout/holdout.md" || fail "the holdout gate did not measure support-chat"
+sed 's/^/  /' "$us/result-checks.holdout/holdout.md"
+echo "  ok: trained on 3 user shapes, the holdout gate passed on support-chat"
+
 echo "tier c: PASS in $(($(date +%s) - t0)) s"

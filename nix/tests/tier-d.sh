@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Tier d: fail-closed. Each broken input must make `nix-build` fail and leave no result link
 # and no valid output path:
-#   1. a trainer that fails                  -> gateway-profile fails
-#   2. a trainer that exits 0, writes nothing -> gateway-profile fails
-#   3. an empty shapes set                    -> gateway-profile fails
-#   4. a profile trained on another source    -> gateway-pgo fails on `hash mismatch`
-# and, without a build, the gates of the stage scripts on fabricated inputs: the PGO gate on
+#   1. a workload that fails                      -> gateway-profile fails
+#   2. a workload that exits 0, runs nothing      -> gateway-profile fails (no .profraw)
+#   3. an empty shapes set                        -> gateway-profile fails (`trainer shapes`)
+#   4. a profile trained on another source        -> gateway-pgo fails on `hash mismatch`
+# and, without a build, the workload contract of the profile stages on fabricated workloads
+# (too few profile files, one under the floor, one llvm-profdata cannot read, a hung workload,
+# a BOLT-instrumented binary that never ran), the gates of the stage scripts on fabricated
+# inputs: the PGO gate on
 # an unreadable, empty or mismatched profile and a log with `hash mismatch` (rustc only warns
 # and builds plain), on what a toolchain bump changes (a profile of another LLVM, missing
 # profiles, llvm-profdata of another LLVM), the BOLT stage on -use-gnu-stack and on a binary
@@ -179,6 +182,66 @@ for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable|" \
   echo "  ok: refused, nothing installed"
 done
 
+# ---- the workload contract of the profile stages (nix/stages/workload.sh), no Nix ----
+# Each fabricated workload runs against tier c's instrumented gateway through the real stage
+# script and the real llvm-profdata / llvm-bolt; each must fail naming its cause and leave no
+# output directory.
+wl_dir="$work/workloads"
+mkdir -p "$wl_dir"
+# fake_workload NAME BODY: an executable workload script; $1 is the binary, $p the profile path
+# the stage gave it (LLVM_PROFILE_FILE with %p and %m filled in).
+fake_workload() {
+  {
+    # shellcheck disable=SC2016 # the workload's own expansions
+    printf '%s\n' '#!/bin/bash' 'set -eu' 'p=$(printf "%s" "${LLVM_PROFILE_FILE:-}" | sed "s/%p/$$/; s/%m/0/")'
+    printf '%s\n' "$2"
+  } >"$wl_dir/$1"
+  chmod +x "$wl_dir/$1"
+}
+# profile_stage SCRIPT NAME [VAR=VALUE...]: run a profile stage with workload NAME into
+# $wl_dir/out-NAME.
+profile_stage() {
+  local script=$1 name=$2
+  shift 2
+  env STAGE_COMMON="$repo/nix/stages/common.sh" STAGE_WORKLOAD="$repo/nix/stages/workload.sh" \
+    WORKLOAD="$wl_dir/$name" BIN_NAME=gateway LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" \
+    READELF="$(command -v readelf)" LLVM_BOLT="$LLVM_BIN/llvm-bolt" MERGE_FDATA="$LLVM_BIN/merge-fdata" \
+    BOLT_RT_LIB="$BOLT_RT_LIB" OUT_DIR="$wl_dir/out-$name" TMPDIR="$wl_dir" "$@" \
+    bash "$repo/nix/stages/$script" >"$wl_dir/$name.log" 2>&1
+}
+expect_workload_failure() { # SCRIPT NAME PATTERN [VAR=VALUE...]
+  local script=$1 name=$2 pattern=$3
+  shift 3
+  echo "== workload contract: $name"
+  if profile_stage "$script" "$name" "$@"; then fail "workload $name: $script passed"; fi
+  [ ! -e "$wl_dir/out-$name" ] || fail "workload $name: $script left an output"
+  grep -q -- "$pattern" "$wl_dir/$name.log" || {
+    cat "$wl_dir/$name.log"
+    fail "workload $name: the log does not say '$pattern'"
+  }
+  grep -- "FAILED" "$wl_dir/$name.log" | head -n 1 | sed 's/^/  log: /'
+}
+instrumented="$(readlink -f "$tier_c/result-gateway-instrumented")/bin/gateway"
+pgo_bin="$(readlink -f "$tier_c/result-gateway-pgo")/bin/gateway"
+fake_workload one-run '"$1" --version >/dev/null'
+expect_workload_failure pgo-profile.sh one-run "the workload left 1 .profraw file(s), fewer than the 2 expected" \
+  BIN="$instrumented" MIN_PROFILES=2
+fake_workload tiny-profile 'head -c 100 /dev/zero >"$p"'
+expect_workload_failure pgo-profile.sh tiny-profile "is 100 bytes, under the floor of 1024" BIN="$instrumented"
+fake_workload foreign-profile 'head -c 4096 /dev/zero >"$p"'
+expect_workload_failure pgo-profile.sh foreign-profile "llvm-profdata merge failed" BIN="$instrumented"
+fake_workload hung 'sleep 600'
+expect_workload_failure pgo-profile.sh hung "did not finish within 2 s" BIN="$instrumented" WORKLOAD_TIMEOUT=2
+fake_workload bolt-never-ran 'true'
+expect_workload_failure bolt-profile.sh bolt-never-ran "the workload left 0 .fdata file(s)" BIN="$pgo_bin"
+# The same stage with a workload that does run the binary: the contract's positive case.
+profile_stage pgo-profile.sh one-run BIN="$instrumented" MIN_PROFILES=1 || {
+  cat "$wl_dir/one-run.log"
+  fail "pgo-profile.sh refused a workload that ran the binary once"
+}
+grep -q '"raw_files": 1,' "$wl_dir/out-one-run/manifest.json" || fail "one-run: manifest lacks raw_files 1"
+echo "  ok: one run -> gateway.profdata + manifest.json ($(grep -o '"functions": [0-9]*' "$wl_dir/out-one-run/manifest.json"))"
+
 # ---- the crane stand-in models stdenv's one-shell phases (nix/tests/standin-phases.nix) ----
 # The class of bug that broke `nix build .#gateway-pgo-bolt`: a postInstall child process
 # that reads a variable the build phase assigned without exporting must fail the build.
@@ -205,11 +268,11 @@ standin exported || {
 echo "  ok: unexported fails, exported builds"
 
 # ---- broken inputs through nix-build (the real sandboxed stages) ----
-expect_failure failing-trainer gateway-profile "trainer profile failed" \
-  --arg trainerCommand "$repo/nix/tests/fixtures/failing-trainer.sh"
-expect_failure silent-trainer gateway-profile "merged profile is missing or empty" \
-  --arg trainerCommand "$repo/nix/tests/fixtures/silent-trainer.sh"
-expect_failure empty-shapes gateway-profile "no shapes" \
+expect_failure failing-workload gateway-profile "the workload failed (exit 3)" \
+  --arg workload "$repo/nix/tests/fixtures/failing-workload.sh"
+expect_failure silent-workload gateway-profile "the workload left 0 .profraw file(s), fewer than the" \
+  --arg workload "$repo/nix/tests/fixtures/silent-workload.sh"
+expect_failure empty-shapes gateway-profile "no shape files (\*.toml)" \
   --arg shapes "$repo/nix/tests/fixtures/empty-shapes"
 
 # Another source: the same workspace with one trained function's control flow changed.

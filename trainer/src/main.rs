@@ -1,4 +1,10 @@
-//! `trainer`: the mock upstream, the shape driver and the fail-closed training stages.
+//! `trainer`: the mock upstream, the shape driver, the training workload and the benchmarks.
+//!
+//! `trainer workload --shapes DIR GATEWAY_BIN` is the chain's workload: it exercises the
+//! binary once per training shape and exits 0 only when every run was clean. It never sets a
+//! profile variable; the chain's stages (`nix/stages/pgo-profile.sh`,
+//! `nix/stages/bolt-profile.sh`, contract in `nix/stages/workload.sh`) set `LLVM_PROFILE_FILE`
+//! and collect and merge the profiles.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 
 use trainer::drive::{self, DriveOptions};
 use trainer::shapes;
-use trainer::train::{self, bolt::Bolt, pgo::Pgo, TrainOptions};
+use trainer::workload::{self, WorkloadOptions};
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -25,10 +31,20 @@ enum Command {
     Shapes(ShapesArgs),
     /// Send one shape's requests to a running gateway and check every response.
     Drive(DriveArgs),
-    /// PGO training stage: drive an instrumented gateway per shape, merge the .profraw files.
-    Profile(ProfileArgs),
-    /// BOLT training stage: drive a BOLT-instrumented gateway per shape, merge the .fdata files.
-    BoltProfile(BoltProfileArgs),
+    /// The training workload: one gateway run per training shape, every response checked.
+    ///
+    /// Per training shape (holdouts skipped), in name order: start the mock upstream on
+    /// loopback, write the shape's gateway config, start GATEWAY_BIN, wait for /healthz, drive
+    /// the shape with every response checked, SIGTERM, and require exit code 0.
+    ///
+    /// The gateway inherits the environment unchanged and nothing sets a profile variable:
+    /// set LLVM_PROFILE_FILE (with %p: one file per process) before calling; collecting and
+    /// merging the profiles is the caller's job. Scratch files go under $TMPDIR and are
+    /// removed. Progress goes to stderr; on success stdout is the one line
+    /// "trainer workload: N gateway runs". Exit 1 on any failure, naming the shape and the
+    /// cause (SIGTERM or SIGINT too: the running gateway is killed first); exit 2 on a usage
+    /// error.
+    Workload(WorkloadArgs),
     /// Benchmarks and gates: A/B throughput, callgrind counts, holdout gate, RSS, load.
     Bench(trainer::bench::cli::BenchArgs),
 }
@@ -60,68 +76,25 @@ struct DriveArgs {
 }
 
 #[derive(Args)]
-struct StageArgs {
-    /// The instrumented gateway binary.
-    #[arg(long)]
-    gateway_bin: PathBuf,
-    /// The shapes directory.
+struct WorkloadArgs {
+    /// The shapes directory; every training shape (not holdout) runs, in name order.
     #[arg(long)]
     shapes: PathBuf,
-    /// The output directory; must not exist or be empty. Built next to it, then renamed.
-    #[arg(long)]
-    out: PathBuf,
-    /// Size floor of each shape's profile file, in bytes (default: 64 KiB .profraw, 16 KiB .fdata).
-    #[arg(long)]
-    min_shape_bytes: Option<u64>,
-    /// Size floor of the merged profile, in bytes (default: 64 KiB .profdata, 16 KiB .fdata).
-    #[arg(long)]
-    min_merged_bytes: Option<u64>,
     /// Longest wait for /healthz after starting the gateway, in seconds.
-    #[arg(long, default_value_t = 60)]
-    ready_timeout_s: u64,
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 60,
+        alias = "ready-timeout-s"
+    )]
+    ready_timeout_secs: u64,
     /// Longest wait for the gateway to exit after SIGTERM, in seconds (then killed: failure).
-    #[arg(long, default_value_t = 60)]
-    exit_timeout_s: u64,
-}
-
-impl StageArgs {
-    fn options(&self) -> TrainOptions {
-        let mut o = TrainOptions::new(
-            self.gateway_bin.clone(),
-            self.shapes.clone(),
-            self.out.clone(),
-        );
-        o.min_shape_bytes = self.min_shape_bytes;
-        o.min_merged_bytes = self.min_merged_bytes;
-        o.ready_timeout = Duration::from_secs(self.ready_timeout_s);
-        o.exit_timeout = Duration::from_secs(self.exit_timeout_s);
-        o
-    }
-}
-
-#[derive(Args)]
-struct ProfileArgs {
-    #[command(flatten)]
-    stage: StageArgs,
-    /// Absolute path to the llvm-profdata of rustc's LLVM.
-    #[arg(long)]
-    llvm_profdata: PathBuf,
-    /// Refuse an llvm-profdata of another LLVM major (e.g. from `rustc -vV`).
-    #[arg(long)]
-    expect_llvm_major: Option<u32>,
-}
-
-#[derive(Args)]
-struct BoltProfileArgs {
-    #[command(flatten)]
-    stage: StageArgs,
-    /// Absolute path to merge-fdata.
-    #[arg(long)]
-    merge_fdata: PathBuf,
-    /// The -instrumentation-file the binary was instrumented with (default: read from the
-    /// binary's .note.bolt_info). Files are <prefix>.<pid>.fdata.
-    #[arg(long)]
-    instrumentation_file: Option<PathBuf>,
+    #[arg(long, value_name = "N", default_value_t = 60, alias = "exit-timeout-s")]
+    exit_timeout_secs: u64,
+    /// The gateway binary to exercise (e.g. instrumented for PGO or BOLT). It inherits the
+    /// environment unchanged, LLVM_PROFILE_FILE included.
+    #[arg(value_name = "GATEWAY_BIN")]
+    gateway_bin: PathBuf,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -132,8 +105,7 @@ fn main() -> ExitCode {
         Command::Mock(args) => trainer::mock::cli::run(args),
         Command::Shapes(args) => run_shapes(args),
         Command::Drive(args) => run_drive(args),
-        Command::Profile(args) => run_profile(args),
-        Command::BoltProfile(args) => run_bolt_profile(args),
+        Command::Workload(args) => run_workload(args),
         Command::Bench(args) => trainer::bench::cli::run(args),
     };
     match result {
@@ -199,34 +171,31 @@ fn run_drive(args: DriveArgs) -> Result<(), Error> {
     Ok(())
 }
 
-fn run_profile(args: ProfileArgs) -> Result<(), Error> {
-    let opts = args.stage.options();
-    let kind = Pgo {
-        llvm_profdata: args.llvm_profdata,
-        expect_llvm_major: args.expect_llvm_major,
-    };
-    let m = runtime()?.block_on(train::run(&kind, &opts))?;
-    print_summary("profile", "profraw", &m);
+fn run_workload(args: WorkloadArgs) -> Result<(), Error> {
+    let mut opts = WorkloadOptions::new(args.gateway_bin, args.shapes);
+    opts.ready_timeout = Duration::from_secs(args.ready_timeout_secs);
+    opts.exit_timeout = Duration::from_secs(args.exit_timeout_secs);
+    let summary = runtime()?.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let run = workload::run(&opts, |r| {
+            eprintln!(
+                "trainer workload: {}: {}/{} requests ok, {:.1} req/s",
+                r.shape,
+                r.ok,
+                r.requests,
+                r.rate()
+            );
+        });
+        // On a signal (a caller's time limit), dropping the run kills the running gateway
+        // and removes the scratch directory before this process exits non-zero.
+        tokio::select! {
+            r = run => Ok::<_, Error>(r?),
+            _ = term.recv() => Err("interrupted by SIGTERM; the running gateway was killed".into()),
+            _ = int.recv() => Err("interrupted by SIGINT; the running gateway was killed".into()),
+        }
+    })?;
+    println!("trainer workload: {} gateway runs", summary.runs.len());
     Ok(())
-}
-
-fn run_bolt_profile(args: BoltProfileArgs) -> Result<(), Error> {
-    let opts = args.stage.options();
-    let kind = Bolt::new(args.merge_fdata, args.instrumentation_file);
-    let m = runtime()?.block_on(train::run(&kind, &opts))?;
-    print_summary("bolt-profile", "fdata", &m);
-    Ok(())
-}
-
-fn print_summary(stage: &str, raw_ext: &str, m: &train::manifest::Manifest) {
-    println!(
-        "trainer {stage}: {} shapes, {} .{raw_ext} ({} bytes), {} = {} bytes, {} functions, sha256 {}",
-        m.shapes.len(),
-        m.raw_files,
-        m.raw_bytes,
-        m.merged_file,
-        m.merged_bytes,
-        m.functions,
-        m.merged_sha256
-    );
 }

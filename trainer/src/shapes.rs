@@ -1,7 +1,7 @@
 //! Training and holdout shapes: one TOML file per shape in a shapes directory, request
 //! bodies in `<dir>/bodies/`.
 //!
-//! A shape is data, not code: the driver and the training stages read nothing else.
+//! A shape is data, not code: the driver and the training workload read nothing else.
 //! Loading validates everything the later stages rely on (the body parses, its `stream`
 //! flag matches the shape, it names a model), so a bad shape fails before any gateway runs.
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use trainer::drive::{drive, DriveOptions};
 use trainer::shapes;
-use trainer::train::{GatewayProcess, TRAINING_KEY};
+use trainer::workload::{GatewayProcess, TRAINING_KEY};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shape_drives_clean_through_the_gateway() {
@@ -25,7 +25,6 @@ async fn every_shape_drives_clean_through_the_gateway() {
             &bin,
             shape,
             &work.join(&shape.name),
-            Vec::new(),
             Duration::from_secs(30),
         )
         .await
@@ -57,7 +56,7 @@ async fn wrong_key_fails_the_drive() {
     let mut shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
     shape.requests = 10;
     shape.concurrency = 2;
-    let gw = GatewayProcess::start(&bin, &shape, &work, Vec::new(), Duration::from_secs(30))
+    let gw = GatewayProcess::start(&bin, &shape, &work, Duration::from_secs(30))
         .await
         .unwrap();
     let report = drive(
@@ -70,4 +69,60 @@ async fn wrong_key_fails_the_drive() {
     let _ = std::fs::remove_dir_all(&work);
     assert_eq!(report.failed, 10, "{report}");
     assert!(report.to_string().contains("status 401"), "{report}");
+}
+
+/// `trainer workload` end to end against the real gateway: every training shape of the
+/// repository (trimmed to 40 requests), one gateway run each, exit 0. The gateway here is not
+/// instrumented, so `LLVM_PROFILE_FILE` is set only to show it does no harm.
+#[test]
+fn workload_runs_the_real_gateway_over_every_training_shape() {
+    let bin = gateway_bin();
+    let root = std::env::temp_dir().join(format!("trainer-gw-workload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dir = root.join("shapes");
+    std::fs::create_dir_all(dir.join("bodies")).unwrap();
+    std::fs::create_dir_all(root.join("tmp")).unwrap();
+    let repo = shapes::repo_dir();
+    for e in std::fs::read_dir(repo.join("bodies")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.join("bodies").join(p.file_name().unwrap())).unwrap();
+    }
+    let all = shapes::load_dir(&repo).unwrap();
+    for s in &all {
+        let text = std::fs::read_to_string(repo.join(format!("{}.toml", s.name))).unwrap();
+        let mut t: toml::Table = toml::from_str(&text).unwrap();
+        t.insert("requests".into(), 40.into());
+        t.insert(
+            "concurrency".into(),
+            i64::from(s.concurrency.min(40)).into(),
+        );
+        std::fs::write(
+            dir.join(format!("{}.toml", s.name)),
+            toml::to_string(&t).unwrap(),
+        )
+        .unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .arg("workload")
+        .arg("--shapes")
+        .arg(&dir)
+        .arg(&bin)
+        .env("TMPDIR", root.join("tmp"))
+        .env("LLVM_PROFILE_FILE", root.join("gateway-%p.profraw"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "workload failed:\n{stderr}");
+    let training = shapes::training(&all).len();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("trainer workload: {training} gateway runs\n"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("40/40 requests ok").count(),
+        training,
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }

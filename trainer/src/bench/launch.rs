@@ -3,7 +3,7 @@
 //! pinning, a preflight that the announced port is this process's listener, and SIGTERM with
 //! a required exit code 0.
 //!
-//! `train::process::GatewayProcess` covers the training case (no wrapper, default posture,
+//! `workload::process::GatewayProcess` covers the training case (no wrapper, default posture,
 //! ready on `/healthz`); a measurement needs the extra knobs, so it shares only its parsing
 //! and probing helpers.
 
@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use toml::{Table, Value};
 
 use crate::shapes::Shape;
-use crate::train::gateway_config;
-use crate::train::process::{get_status, listening_address, log_tail};
+use crate::workload::gateway_config;
+use crate::workload::process::{get_status, listening_address, log_tail};
 
 /// The key every bench config accepts and the bench client sends.
 pub const BENCH_KEY: &str = "trainer-bench-key";

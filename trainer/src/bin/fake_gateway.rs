@@ -1,11 +1,17 @@
-//! A stand-in gateway for the training stages' fail-closed tests: it reads the training
-//! config (`--config`), answers `/healthz`, forwards every other request to the configured
-//! upstream, and on SIGTERM misbehaves as `FAKE_GATEWAY_MODE` says. It writes fake profiles
-//! where an instrumented gateway would (`LLVM_PROFILE_FILE`, `FAKE_FDATA_PREFIX`).
+//! A stand-in gateway for the `trainer workload` tests: it reads the training config
+//! (`--config`), answers `/healthz`, forwards every other request to the configured upstream,
+//! and misbehaves as `FAKE_GATEWAY_MODE` says. On a clean exit it writes a fake profile where
+//! an instrumented gateway would (`LLVM_PROFILE_FILE`, `%p` replaced by its pid).
 //!
-//! Modes: `ok` (default), `exit-nonzero`, `sigkill-self` (dies on SIGTERM before flushing),
-//! `no-profile` (exits 0, writes nothing), `small-profile`, `ignore-term`,
-//! `fail-requests` (every 5th request gets a 500), `die-early` (exits 1 before listening).
+//! Modes: `ok` (default), `exit-nonzero` (exits 3 on SIGTERM), `sigkill-self` (dies on
+//! SIGTERM before flushing), `ignore-term`, `fail-requests` (every 5th request gets a 500),
+//! `corrupt-responses` (every 5th response body is cut in half, status 200), `die-early`
+//! (exits 1 before listening), `never-ready` (listens, but `/healthz` answers 503).
+//! `MODE:MODEL` applies the mode only to a config whose model is `MODEL` (`ok` otherwise), so
+//! one shape of a run can misbehave while the others behave.
+//!
+//! With `FAKE_GATEWAY_ENV_OUT` set, it appends one line `<pid> <LLVM_PROFILE_FILE or
+//! "(unset)">` to that file at start, so a test sees the environment it inherited.
 //! Not shipped anywhere; only tests run it.
 
 use std::convert::Infallible;
@@ -21,14 +27,21 @@ use hyper_util::rt::TokioIo;
 struct State {
     upstream: String,
     fail_every: Option<u64>,
+    corrupt_every: Option<u64>,
+    ready: bool,
     count: AtomicU64,
 }
 
 fn main() {
-    let mode = std::env::var("FAKE_GATEWAY_MODE").unwrap_or_else(|_| "ok".into());
-    if mode == "die-early" {
-        eprintln!("fake-gateway: dying early as asked");
-        std::process::exit(1);
+    if let Some(out) = std::env::var_os("FAKE_GATEWAY_ENV_OUT") {
+        use std::io::Write;
+        let profile = std::env::var("LLVM_PROFILE_FILE").unwrap_or_else(|_| "(unset)".into());
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out)
+            .expect("FAKE_GATEWAY_ENV_OUT writable");
+        writeln!(f, "{} {profile}", std::process::id()).expect("writing FAKE_GATEWAY_ENV_OUT");
     }
     let args: Vec<String> = std::env::args().collect();
     let config = args
@@ -46,9 +59,22 @@ fn main() {
         .as_str()
         .expect("models[0].targets[0].base_url")
         .to_owned();
+    let model = v["models"][0]["name"].as_str().expect("models[0].name");
+    let mode = std::env::var("FAKE_GATEWAY_MODE").unwrap_or_else(|_| "ok".into());
+    let mode = match mode.split_once(':') {
+        Some((m, only)) if only == model => m.to_owned(),
+        Some(_) => "ok".to_owned(),
+        None => mode,
+    };
+    if mode == "die-early" {
+        eprintln!("fake-gateway: dying early as asked");
+        std::process::exit(1);
+    }
     let state = Arc::new(State {
         upstream,
         fail_every: (mode == "fail-requests").then_some(5),
+        corrupt_every: (mode == "corrupt-responses").then_some(5),
+        ready: mode != "never-ready",
         count: AtomicU64::new(0),
     });
 
@@ -99,35 +125,21 @@ fn on_term(mode: &str) -> bool {
             unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
             false
         }
-        "no-profile" => true,
-        "small-profile" => {
-            write_profiles(100);
-            true
-        }
         _ => {
-            write_profiles(100_000);
+            write_profile();
             true
         }
     }
 }
 
-fn write_profiles(bytes: usize) {
-    let pid = std::process::id();
+/// What an instrumented gateway's runtime does at exit: write `LLVM_PROFILE_FILE`.
+fn write_profile() {
     if let Ok(pattern) = std::env::var("LLVM_PROFILE_FILE") {
         let path = pattern
-            .replace("%p", &pid.to_string())
+            .replace("%p", &std::process::id().to_string())
             .replace("%m", "1234567890_0");
-        let data: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..4096).map(|i| (i % 251) as u8).collect();
         std::fs::write(path, data).expect("writing the fake .profraw");
-    }
-    if let Ok(prefix) = std::env::var("FAKE_FDATA_PREFIX") {
-        let mut text = String::new();
-        let mut i = 0;
-        while text.len() < bytes {
-            text.push_str(&format!("1 fake_fn_{i} 0 1 fake_fn_{i} 10 0 {}\n", i + 1));
-            i += 1;
-        }
-        std::fs::write(format!("{prefix}.{pid}.fdata"), text).expect("writing the fake .fdata");
     }
 }
 
@@ -136,7 +148,11 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.uri().path() == "/healthz" {
-        return Ok(Response::new(Full::new(Bytes::from_static(b"ok"))));
+        let mut r = Response::new(Full::new(Bytes::from_static(b"ok")));
+        if !state.ready {
+            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        }
+        return Ok(r);
     }
     let n = state.count.fetch_add(1, Ordering::Relaxed) + 1;
     if state.fail_every.is_some_and(|k| n.is_multiple_of(k)) {
@@ -146,11 +162,22 @@ async fn handle(
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
         return Ok(r);
     }
-    Ok(forward(&state.upstream, req).await.unwrap_or_else(|e| {
+    let resp = forward(&state.upstream, req).await.unwrap_or_else(|e| {
         let mut r = Response::new(Full::new(Bytes::from(e)));
         *r.status_mut() = StatusCode::BAD_GATEWAY;
         r
-    }))
+    });
+    if state.corrupt_every.is_some_and(|k| n.is_multiple_of(k)) {
+        let (parts, body) = resp.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let half = body.slice(..body.len() / 2);
+        return Ok(Response::from_parts(parts, Full::new(half)));
+    }
+    Ok(resp)
 }
 
 async fn forward(upstream: &str, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, String> {

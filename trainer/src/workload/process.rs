@@ -1,11 +1,15 @@
 //! One gateway lifetime against an in-process mock upstream: start with a training config,
-//! wait until ready, and stop with SIGTERM under a watchdog. The training stages, the
-//! integration tests and benchmarks share it.
+//! wait until ready, and stop with SIGTERM under a watchdog. The workload, the integration
+//! tests and the benchmarks share it.
+//!
+//! The gateway inherits this process's environment as it is: nothing is added, removed or
+//! overridden (in particular `LLVM_PROFILE_FILE`, which the caller sets), and its working
+//! directory is this process's, so a relative profile path resolves where the caller meant.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Empty;
@@ -25,19 +29,17 @@ pub struct GatewayProcess {
     addr: String,
     stderr: PathBuf,
     mock: Option<MockUpstream>,
-    /// When the process was spawned (profile files must be newer).
-    pub spawned_at: SystemTime,
 }
 
 impl GatewayProcess {
     /// Starts the mock and `gateway_bin --config <dir>/gateway.toml` (the shape's posture,
-    /// port 0) with `env` added, its stderr in `<dir>/gateway.stderr` and stdout discarded
-    /// (the default posture's access log is not the point); waits until `/healthz` is 200.
+    /// port 0) with the inherited environment, its stderr in `<dir>/gateway.stderr` and stdout
+    /// discarded (the default posture's access log is not the point); waits until `/healthz`
+    /// is 200.
     pub async fn start(
         gateway_bin: &Path,
         shape: &Shape,
         dir: &Path,
-        env: Vec<(String, String)>,
         ready_timeout: Duration,
     ) -> Result<GatewayProcess, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
@@ -52,11 +54,9 @@ impl GatewayProcess {
         let stderr = std::fs::File::create(&stderr_path)
             .map_err(|e| format!("creating {}: {e}", stderr_path.display()))?;
 
-        let spawned_at = SystemTime::now();
         let mut child = tokio::process::Command::new(gateway_bin)
             .arg("--config")
             .arg(&config_path)
-            .envs(env)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -73,7 +73,6 @@ impl GatewayProcess {
                 addr,
                 stderr: stderr_path,
                 mock: Some(mock),
-                spawned_at,
             }),
             Err(what) => {
                 let _ = child.kill().await;
@@ -96,7 +95,7 @@ impl GatewayProcess {
         log_tail(&self.stderr)
     }
 
-    /// Kills the gateway (after a failure; no profile is expected).
+    /// Kills the gateway (after a failure; no clean exit is expected).
     pub async fn kill(mut self) {
         let _ = self.child.kill().await;
     }
@@ -206,7 +205,7 @@ pub async fn get_status(authority: &str, path: &str) -> Result<u16, String> {
         .unwrap_or_else(|_| Err("timed out".into()))
 }
 
-pub(super) fn describe(status: ExitStatus) -> String {
+fn describe(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with code {code}"),

@@ -1,4 +1,4 @@
-# checks.holdout: the holdout gate. The holdout shape (`holdout = true` in shapes/) never
+# checks.holdout, the gateway's holdout gate. The holdout shape (`holdout = true` in shapes/) never
 # trains; on it the PGO and PGO+BOLT binaries must not need more instructions per request
 # than plain. Instructions, not throughput: valgrind's counts are stable to ~0.1% with one
 # worker and exact request counts, where throughput on a 2-core builder is not.
@@ -6,19 +6,21 @@
 #
 # Arguments:
 #   valgrind  absolute path of the valgrind executable (pinned in Nix, Debian's on the host)
+#   trainer   absolute path of the trainer executable
+#   shapes    the shapes directory whose holdout shapes are measured (the one trained on)
 #   binName   the binary's name in each stage's bin/ (default "gateway")
 #
 # Returns the function nix/chain.nix takes as `holdoutGate`.
 {
   valgrind,
+  trainer,
+  shapes,
   binName ? "gateway",
 }:
 {
   plain,
   pgo,
   pgoBolt,
-  trainer,
-  shapes,
   runStage,
 }:
 runStage "${binName}-check-holdout" { } ''

@@ -1,0 +1,36 @@
+# textsearch's PGO + BOLT chain: the one call of lib.mkPgoBoltChain a packager writes. It lives
+# apart from flake.nix so that the gateway repository's CI builds this very call with its host
+# builder (nix/host/example.nix), where crane and nixpkgs cannot be fetched.
+#
+# Arguments:
+#   pkgs            nixpkgs
+#   mkPgoBoltChain  the gateway flake's lib.mkPgoBoltChain
+{ pkgs, mkPgoBoltChain }:
+let
+  root = toString ./.;
+  # Only what cargo reads: editing the workload, the README or the Nix files rebuilds nothing.
+  cargoFiles =
+    path: _type:
+    let
+      rel = builtins.substring (builtins.stringLength root + 1) (-1) (toString path);
+    in
+    builtins.elem (builtins.head (builtins.split "/" rel)) [
+      "Cargo.toml"
+      "Cargo.lock"
+      "src"
+    ];
+in
+mkPgoBoltChain {
+  inherit pkgs;
+  src = builtins.path {
+    path = ./.;
+    name = "textsearch-src";
+    filter = cargoFiles;
+  };
+  binName = "textsearch";
+  # `workload.sh BIN` generates corpora and runs BIN on them, checking every output against
+  # grep, wc and awk; it exits 0 only when every run was right.
+  workload = pkgs.writeShellScript "textsearch-workload" (builtins.readFile ./workload.sh);
+  # One profile file per textsearch process: fewer means a run did not exit normally.
+  minProfiles = 25;
+}

@@ -1,0 +1,39 @@
+# The gateway's arguments to the chain (lib.mkPgoBoltChain, ../chain.nix) for one shapes
+# directory: its workload, the profile floors that fit it and its holdout gate. The flake
+# (../per-system.nix) and CI's host builder (../host/chain.nix) use the same ones.
+#
+# Arguments:
+#   runStage  the builder's runStage (../crane.nix)
+#   trainer   the trainer package (bin/trainer)
+#   shapes    the shapes directory (*.toml + bodies/): the repo's shapes/, or the user's own
+#             (README "Training on your own traffic"); a path or a store path
+#   valgrind  absolute path of valgrind (the holdout gate counts instructions)
+#   workload  null: `trainer workload` over `shapes` (./workload.nix); else the path of a
+#             stand-in executable (tier d's failing workloads)
+{
+  runStage,
+  trainer,
+  shapes,
+  valgrind,
+  workload ? null,
+}:
+let
+  gatewayWorkload = import ./workload.nix { inherit runStage trainer shapes; };
+in
+{
+  binName = "gateway";
+  workload = if workload == null then gatewayWorkload.workload else "${workload}";
+  # One gateway process per training shape, each writing one profile file.
+  inherit (gatewayWorkload) minProfiles;
+  # An instrumented gateway's .profraw is ~1.3 MB whatever it ran (counters for every
+  # function): 64 KiB only catches truncated or foreign files; coverage shows in the profile's
+  # function count. A shape's .fdata is text, one line per executed branch edge.
+  minProfileBytes = 64 * 1024;
+  minFdataBytes = 16 * 1024;
+  # checks.holdout: on the shapes marked `holdout = true`, which never train, PGO and PGO+BOLT
+  # must not cost more instructions per request than plain.
+  holdoutGate = import ./holdout.nix {
+    inherit valgrind shapes;
+    trainer = "${trainer}/bin/trainer";
+  };
+}

@@ -1,0 +1,96 @@
+# shellcheck shell=bash
+# Stage: the PGO profile. Runs the caller's workload (the contract: workload.sh) against the
+# instrumented binary with LLVM_PROFILE_FILE pointing at a fresh directory, one .profraw per
+# process; then checks the files, merges them with the pinned llvm-profdata, checks the merged
+# profile and writes it with its manifest. Fail-closed: OUT_DIR receives <BIN_NAME>.profdata and
+# manifest.json only when every check passed, so a failed run leaves no output (and in Nix no
+# store path).
+#
+# Environment:
+#   STAGE_COMMON       path of common.sh
+#   STAGE_WORKLOAD     path of workload.sh
+#   WORKLOAD           absolute path of the workload executable
+#   BIN                the instrumented binary (-Cprofile-generate)
+#   BIN_NAME           the binary's name: the profile is <BIN_NAME>.profdata
+#   LLVM_PROFDATA      absolute path of llvm-profdata of rustc's LLVM (never PATH's)
+#   READELF            absolute path of readelf: which LLVM linked BIN (its .comment)
+#   MIN_PROFILES       fewest .profraw files the workload must leave (default 1)
+#   MIN_PROFILE_BYTES  smallest acceptable .profraw (default 1024)
+#   WORKLOAD_TIMEOUT   seconds (default 3600)
+#   OUT_DIR            where the profile and manifest.json go (defaults to $out)
+set -euo pipefail
+# shellcheck source=common.sh
+. "$STAGE_COMMON"
+# shellcheck source=workload.sh
+. "$STAGE_WORKLOAD"
+STAGE_NAME=${STAGE_NAME:-pgo-profile}
+stage_start
+
+need_exe WORKLOAD "${WORKLOAD:-}"
+need_exe BIN "${BIN:-}"
+need_exe LLVM_PROFDATA "${LLVM_PROFDATA:-}"
+need_exe READELF "${READELF:-}"
+need_var BIN_NAME
+OUT_DIR=${OUT_DIR:-${out:-}}
+need_var OUT_DIR
+min_profiles=${MIN_PROFILES:-1}
+min_bytes=${MIN_PROFILE_BYTES:-1024}
+
+# The profile format follows LLVM's major version: llvm-profdata must be rustc's. rustc links
+# with its own LLD, which signs .comment "Linker: LLD <version> (/checkout/src/llvm-project
+# ...)"; a binary linked otherwise says nothing and only the PGO build's gate can tell.
+profdata_version=$("$LLVM_PROFDATA" --version 2>&1 | grep -oE 'LLVM version [0-9.]+' | head -n1 | sed 's/LLVM version //' || true)
+[ -n "$profdata_version" ] || die "$LLVM_PROFDATA prints no LLVM version"
+binary_llvm=$("$READELF" -p .comment "$BIN" 2>/dev/null | grep -oE 'Linker: LLD [0-9.]+ \(/checkout/src/llvm-project' |
+  head -n1 | grep -oE '[0-9.]+' | head -n1 || true)
+if [ -n "$binary_llvm" ] && [ "${binary_llvm%%.*}" != "${profdata_version%%.*}" ]; then
+  die "llvm-profdata is LLVM $profdata_version but $BIN_NAME was built with LLVM $binary_llvm: use the llvm-profdata of rustc's own toolchain (component llvm-tools)"
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/pgo-profile.XXXXXX")
+# %p: one file per process; %m: the binary's signature, so a reused pid merges into its
+# file instead of overwriting it.
+run_workload "$WORKLOAD" "$BIN" "$work/run" LLVM_PROFILE_FILE="$work/raw/$BIN_NAME-%p-%m.profraw"
+
+shopt -s nullglob
+raw=("$work/raw"/*.profraw)
+shopt -u nullglob
+raw_bytes=$(check_profile_files .profraw "$min_profiles" "$min_bytes" "${raw[@]}")
+
+mkdir -p "$work/out"
+merged="$work/out/$BIN_NAME.profdata"
+"$LLVM_PROFDATA" merge -o "$merged" "${raw[@]}" >"$work/merge.log" 2>&1 || {
+  cat "$work/merge.log" >&2
+  die "llvm-profdata merge failed"
+}
+nonempty "$merged" "merged profile"
+show=$("$LLVM_PROFDATA" show "$merged") || die "llvm-profdata cannot read the merged profile"
+functions=$(printf '%s\n' "$show" | sed -nE 's/^Total functions: ([0-9]+).*/\1/p' | head -n1)
+[ "${functions:-0}" -gt 0 ] || die "the merged profile reports no functions"
+
+# File names and sums only: a store path here would make the profile reference its inputs.
+{
+  printf '{\n'
+  printf '  "kind": "pgo",\n'
+  printf '  "binary": %s,\n' "$(json_str "$BIN_NAME")"
+  printf '  "binary_sha256": %s,\n' "$(json_str "$(sha256_of "$BIN")")"
+  printf '  "binary_llvm": %s,\n' "$(json_str "${binary_llvm:-unknown}")"
+  printf '  "workload": %s,\n' "$(json_str "$(scrub_store "$WORKLOAD")")"
+  printf '  "tool": "llvm-profdata",\n'
+  printf '  "tool_version": %s,\n' "$(json_str "$profdata_version")"
+  printf '  "min_profiles": %s,\n' "$min_profiles"
+  printf '  "min_profile_bytes": %s,\n' "$min_bytes"
+  printf '  "raw_files": %s,\n' "${#raw[@]}"
+  printf '  "raw_bytes": %s,\n' "$raw_bytes"
+  printf '  "merged_file": %s,\n' "$(json_str "$BIN_NAME.profdata")"
+  printf '  "merged_bytes": %s,\n' "$(bytes_of "$merged")"
+  printf '  "merged_sha256": %s,\n' "$(json_str "$(sha256_of "$merged")")"
+  printf '  "functions": %s\n' "$functions"
+  printf '}\n'
+} >"$work/out/manifest.json"
+note "profile: ${#raw[@]} .profraw files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $functions functions"
+
+mkdir -p "$OUT_DIR"
+mv "$merged" "$work/out/manifest.json" "$OUT_DIR/"
+rm -rf "$work"
+stage_done
