@@ -26,13 +26,11 @@ declare -A bin=(
 for v in "${variants[@]}"; do
   [ -x "${bin[$v]}" ] || { echo "bench-example: no $v build at ${bin[$v]}" >&2; exit 1; }
 done
-# Seed and size differ from the workload's corpora: the figures are on text that never trained.
-"${bin[plain]}" generate --seed 424242 --lines 20000 >"$work/corpus.txt"
-commands=(
-  "search -i -w -c the $work/corpus.txt"
-  "search -n -o data $work/corpus.txt"
-  "stats --top 20 $work/corpus.txt"
-)
+# The example's own bench input and commands (examples/textsearch/bench.sh: a seed none of the
+# workload's, so the text never trained). 50,000 lines keep the nine valgrind runs near a minute.
+mapfile -t commands < <(TEXTSEARCH_BENCH_LINES=${TEXTSEARCH_BENCH_LINES:-50000} \
+  bash "$repo/examples/textsearch/bench.sh" "${bin[plain]}" "$work")
+[ "${#commands[@]}" -gt 0 ] || { echo "bench-example: bench.sh printed no command" >&2; exit 1; }
 
 # instructions VARIANT COMMAND: callgrind's total for one run; the output is discarded, but
 # the run must succeed and print the same as plain's.

@@ -249,7 +249,7 @@ echo "  $out" | cut -c1-300
 def=$(printf '%s' "$out" | sed -nE 's/^\["([^"]*)","([^"]*)".*/\1|\2/p')
 [ -n "$def" ] && [ "${def%%|*}" = "${def#*|}" ] || fail "the template's default is not textsearch-pgo-bolt"
 expect template "$out" "-textsearch-workload"
-expect template "$out" '"25"'
+expect template "$out" '"35"'
 expect template "$out" "-Cprofile-use=@pgoProfile@"
 checks=$(nix eval "${tplf[@]}" --json "path:$tpl#checks.x86_64-linux" --apply 'builtins.attrNames' 2>"$errlog") || {
   cat "$errlog" >&2
