@@ -63,7 +63,7 @@
 #                   manifest names the PGO binary being optimized (sha256).
 #   holdoutGate     null, or a function { plain, pgo, pgoBolt, runStage } -> derivation that
 #                   fails when an optimized binary regresses on traffic it never trained on
-#                   (the gateway's: ./checks/holdout.nix); when given it becomes checks.holdout.
+#                   (the gateway's: ./gateway/holdout.nix); when given it becomes checks.holdout.
 {
   buildWith,
   runStage,

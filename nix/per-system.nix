@@ -36,7 +36,7 @@ let
     mkPgoBoltChain (
       import ./gateway/chain-args.nix {
         inherit (builder) runStage;
-        inherit trainer shapes;
+        inherit pkgs trainer shapes;
         valgrind = "${pkgs.valgrind}/bin/valgrind";
       }
       // builtins.removeAttrs args [ "shapes" ]

@@ -3,6 +3,7 @@
 # (../per-system.nix) and CI's host builder (../host/chain.nix) use the same ones.
 #
 # Arguments:
+#   pkgs      nixpkgs (the stand-in on the host)
 #   runStage  the builder's runStage (../crane.nix)
 #   trainer   the trainer package (bin/trainer)
 #   shapes    the shapes directory (*.toml + bodies/): the repo's shapes/, or the user's own
@@ -11,6 +12,7 @@
 #   workload  null: `trainer workload` over `shapes` (./workload.nix); else the path of a
 #             stand-in executable (tier d's failing workloads)
 {
+  pkgs,
   runStage,
   trainer,
   shapes,
@@ -18,7 +20,14 @@
   workload ? null,
 }:
 let
-  gatewayWorkload = import ./workload.nix { inherit runStage trainer shapes; };
+  gatewayWorkload = import ./workload.nix {
+    inherit
+      pkgs
+      runStage
+      trainer
+      shapes
+      ;
+  };
 in
 {
   binName = "gateway";

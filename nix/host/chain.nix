@@ -63,6 +63,7 @@ let
     testSrc = source.tests;
   };
   gateway = import ../gateway/chain-args.nix {
+    inherit (host) pkgs;
     inherit (builder) runStage trainer;
     inherit workload;
     shapes = if shapes == null then source.shapes else shapes;

@@ -125,7 +125,7 @@ expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unkno
 expect gateway-profile.BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
 # The workload contract: both profile stages run the gateway's workload (`trainer workload`),
 # and expect one profile per training shape.
-expect gateway-profile.WORKLOAD "${w[profileWorkload]}" "-gateway-workload/bin/gateway-workload"
+expect gateway-profile.WORKLOAD "${w[profileWorkload]}" "-gateway-workload"
 [ "${w[profileWorkload]}" = "${w[boltWorkload]}" ] || fail "the profile stages run different workloads"
 training=$(grep -L -E '^holdout *= *true' "$repo"/shapes/*.toml | wc -l)
 [ "${w[profileMin]}" = "$training" ] || fail "MIN_PROFILES is ${w[profileMin]}, not the $training training shapes"
@@ -205,7 +205,7 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
        c.checks.holdout.drvPath ]") || fail "lib.gatewayChain with the user's shapes does not evaluate"
 echo "  $out" | cut -c1-300
 expect "gatewayChain { shapes }" "$out" '["3",'
-expect "gatewayChain { shapes }" "$out" "-gateway-workload/bin/gateway-workload"
+expect "gatewayChain { shapes }" "$out" "-gateway-workload"
 [ "$(printf '%s' "$out" | grep -o '"/nix/store/[^"]*gateway-pgo-bolt.drv"')" != "\"${w[pgoBolt]}\"" ] ||
   fail "the user's shapes give the same gateway-pgo-bolt as shapes/"
 holdout_drv=$(printf '%s' "$out" | grep -oE '/nix/store/[^"]*-gateway-check-holdout.drv')
