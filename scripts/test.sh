@@ -4,7 +4,7 @@
 # valgrind, node/npm, python3 and .venv-sdk (see .ci/run for the install lines).
 #
 # Tiers (each fails the run):
-#   lint        cargo fmt --check, clippy -D warnings
+#   lint        cargo fmt --check, clippy -D warnings (the workspace and examples/textsearch)
 #   cargo-test  unit + integration tests of gateway and trainer (real gateway processes
 #               against the mock upstream, fail-closed stage tests, a short real bench run)
 #   sdk         the official openai and anthropic Python SDKs (pinned, tests/sdk/requirements.txt,
@@ -45,13 +45,18 @@ tier() {
   echo "=== tier $name done in ${dt}s"
 }
 
+# examples/textsearch is its own cargo workspace (a packager's crate): linted and tested too.
+example=(--manifest-path examples/textsearch/Cargo.toml)
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  cargo fmt "${example[@]}" -- --check
+  cargo clippy "${example[@]}" --all-targets --locked -- -D warnings
 }
 
 cargo_test() {
   cargo test --workspace --locked
+  cargo test "${example[@]}" --locked
 }
 
 tiers=("$@")
