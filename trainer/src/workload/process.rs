@@ -175,12 +175,17 @@ async fn wait_ready(
 
 /// The `host:port` of the gateway's `... listening on http://host:port` start-up line.
 pub fn listening_address(stderr: &str) -> Option<String> {
-    stderr.lines().find_map(|l| {
-        let rest = &l[l.find("listening on http://")? + "listening on http://".len()..];
-        let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
-        let addr = addr.trim_end_matches('/').to_owned();
-        (!addr.is_empty()).then_some(addr)
-    })
+    // Complete lines only: eprintln! may take several writes, and a line read half-written
+    // ("...http://127.0.0.1:4") would be taken for the address and never read again.
+    stderr
+        .split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .find_map(|l| {
+            let rest = &l[l.find("listening on http://")? + "listening on http://".len()..];
+            let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+            let addr = addr.trim_end_matches('/').to_owned();
+            (!addr.is_empty()).then_some(addr)
+        })
 }
 
 /// `GET path` on a fresh connection; the status code.
@@ -240,5 +245,9 @@ mod tests {
         let text = "gateway 0.1.0: listening on http://127.0.0.1:41234\n  workers: 2\n";
         assert_eq!(listening_address(text).as_deref(), Some("127.0.0.1:41234"));
         assert_eq!(listening_address("starting\n"), None);
+        assert_eq!(
+            listening_address("gateway: listening on http://127.0.0.1:4"),
+            None
+        );
     }
 }
