@@ -48,6 +48,7 @@ if [ -n "$binary_llvm" ] && [ "${binary_llvm%%.*}" != "${profdata_version%%.*}" 
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/pgo-profile.XXXXXX")
+mkdir -p "$work/raw"
 # %p: one file per process; %m: the binary's signature, so a reused pid merges into its
 # file instead of overwriting it.
 run_workload "$WORKLOAD" "$BIN" "$work/run" LLVM_PROFILE_FILE="$work/raw/$BIN_NAME-%p-%m.profraw"
@@ -67,6 +68,11 @@ nonempty "$merged" "merged profile"
 show=$("$LLVM_PROFDATA" show "$merged") || die "llvm-profdata cannot read the merged profile"
 functions=$(printf '%s\n' "$show" | sed -nE 's/^Total functions: ([0-9]+).*/\1/p' | head -n1)
 [ "${functions:-0}" -gt 0 ] || die "the merged profile reports no functions"
+# Total functions counts every instrumented function, run or not; what the workload reached is
+# the functions with a non-zero count (--covered: one name per line).
+covered=$("$LLVM_PROFDATA" show --covered "$merged") || die "llvm-profdata show --covered failed"
+executed=$(printf '%s\n' "$covered" | grep -c . || true)
+[ "${executed:-0}" -gt 0 ] || die "the merged profile has no executed function: the workload ran nothing"
 
 # File names and sums only: a store path here would make the profile reference its inputs.
 {
@@ -85,10 +91,11 @@ functions=$(printf '%s\n' "$show" | sed -nE 's/^Total functions: ([0-9]+).*/\1/p
   printf '  "merged_file": %s,\n' "$(json_str "$BIN_NAME.profdata")"
   printf '  "merged_bytes": %s,\n' "$(bytes_of "$merged")"
   printf '  "merged_sha256": %s,\n' "$(json_str "$(sha256_of "$merged")")"
-  printf '  "functions": %s\n' "$functions"
+  printf '  "functions": %s,\n' "$functions"
+  printf '  "functions_executed": %s\n' "$executed"
   printf '}\n'
 } >"$work/out/manifest.json"
-note "profile: ${#raw[@]} .profraw files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $functions functions"
+note "profile: ${#raw[@]} .profraw files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $executed of $functions functions executed"
 
 mkdir -p "$OUT_DIR"
 mv "$merged" "$work/out/manifest.json" "$OUT_DIR/"

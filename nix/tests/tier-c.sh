@@ -48,7 +48,7 @@ cat "$r/share/gateway/pgo-proof.json"
 echo "== bolt-proof.json"
 cat "$r/share/gateway/bolt-proof.json"
 echo "== profile manifest (excerpt)"
-grep -E '"(raw_files|raw_bytes|merged_bytes|functions|seconds)"' "$outdir/result-gateway-profile/manifest.json" || true
+grep -E '"(raw_files|raw_bytes|merged_bytes|functions|functions_executed)"' "$outdir/result-gateway-profile/manifest.json" || true
 echo "== sizes"
 ls -l "$outdir"/result-gateway*/bin/gateway | awk '{print "  " $5 "  " $9}'
 
@@ -82,7 +82,7 @@ for attr in textsearch textsearch-profile textsearch-pgo textsearch-bolt-profile
   [ -e "$ts/result-$attr" ] || fail "no result for textsearch's $attr"
 done
 sed 's/^/  /' "$ts/stage-timings.txt"
-grep -E '"(raw_files|raw_bytes|functions)"' "$ts/result-textsearch-profile/manifest.json" "$ts/result-textsearch-bolt-profile/manifest.json" |
+grep -E '"(raw_files|raw_bytes|functions|functions_executed)"' "$ts/result-textsearch-profile/manifest.json" "$ts/result-textsearch-bolt-profile/manifest.json" |
   sed 's/^/  /'
 grep -E '"(functions_with_profile|functions_total)"' "$ts/result-textsearch-pgo-bolt/share/textsearch/bolt-proof.json" | sed 's/^/  /'
 # The optimized binary must still do its job: the example's own workload checks every output.

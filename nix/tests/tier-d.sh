@@ -240,7 +240,7 @@ profile_stage pgo-profile.sh one-run BIN="$instrumented" MIN_PROFILES=1 || {
   fail "pgo-profile.sh refused a workload that ran the binary once"
 }
 grep -q '"raw_files": 1,' "$wl_dir/out-one-run/manifest.json" || fail "one-run: manifest lacks raw_files 1"
-echo "  ok: one run -> gateway.profdata + manifest.json ($(grep -o '"functions": [0-9]*' "$wl_dir/out-one-run/manifest.json"))"
+echo "  ok: one run -> gateway.profdata + manifest.json ($(grep -oE '"functions(_executed)?": [0-9]+' "$wl_dir/out-one-run/manifest.json" | paste -sd ' '))"
 
 # ---- the crane stand-in models stdenv's one-shell phases (nix/tests/standin-phases.nix) ----
 # The class of bug that broke `nix build .#gateway-pgo-bolt`: a postInstall child process
