@@ -155,12 +155,12 @@ async fn body_over_the_limit_gets_413() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_upstream_gets_502_after_every_target() {
-    let a = closed_port_url();
-    let b = closed_port_url();
+    let (closed_a, closed_b) = (ClosedPort::new(), ClosedPort::new());
+    let (a, b) = (closed_a.url(), closed_b.url());
     let config = format!(
         "{}{}",
-        model("gpt", &[("openai", &a), ("openai", &b)]),
-        model("claude", &[("anthropic", &a), ("anthropic", &b)])
+        model("gpt", &[("openai", a), ("openai", b)]),
+        model("claude", &[("anthropic", a), ("anthropic", b)])
     );
     let gw = Gateway::start(&config).await;
     for path in ROUTES {

@@ -29,8 +29,8 @@ fn config(targets: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_port_fails_over_to_the_second_target() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
-    let closed = closed_port_url();
-    let gw = Gateway::start(&config(&[&closed, &mock.base_url()])).await;
+    let closed = ClosedPort::new();
+    let gw = Gateway::start(&config(&[closed.url(), &mock.base_url()])).await;
     for path in ROUTES {
         for stream in [false, true] {
             let b = body(path, model_for(path), stream);
@@ -62,7 +62,8 @@ async fn closed_port_fails_over_to_the_second_target() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_answer_is_the_second_targets_bytes() {
     let good = MockUpstream::start(MockConfig::default()).await.unwrap();
-    let gw = Gateway::start(&config(&[&closed_port_url(), &good.base_url()])).await;
+    let closed = ClosedPort::new();
+    let gw = Gateway::start(&config(&[closed.url(), &good.base_url()])).await;
     for path in ROUTES {
         let model = model_for(path);
         let r = gw.send(post(path, body(path, model, true))).await;
@@ -127,7 +128,8 @@ async fn last_targets_5xx_passes_through_in_its_envelope() {
     })
     .await
     .unwrap();
-    let gw = Gateway::start(&config(&[&closed_port_url(), &failing.base_url()])).await;
+    let closed = ClosedPort::new();
+    let gw = Gateway::start(&config(&[closed.url(), &failing.base_url()])).await;
     for path in ROUTES {
         let r = gw
             .send(post(path, body(path, model_for(path), false)))

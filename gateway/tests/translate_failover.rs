@@ -103,12 +103,10 @@ async fn openai_down_then_anthropic_translates_a_stream() {
         sse_pieces(sse, 2)
     })
     .await;
+    let closed = ClosedPort::new();
     let config = model(
         "mixed",
-        &[
-            ("openai", &closed_port_url()),
-            ("anthropic", &up.base_url()),
-        ],
+        &[("openai", closed.url()), ("anthropic", &up.base_url())],
     );
     let gw = Gateway::start(&config).await;
     let r = gw.send(post(CHAT, body(CHAT, "mixed", true))).await;

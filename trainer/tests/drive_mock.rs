@@ -62,11 +62,11 @@ async fn failing_upstream_fails_every_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_listening_fails_every_request() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Bound but never listening: connects are refused, and the port stays ours (a port
+    // released right away could go to a parallel test's mock).
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = closed.local_addr().unwrap().port();
     let shape = small(shapes::find(&shapes::repo_dir(), "messages-stream-mid").unwrap());
     let report = drive(
         &shape,

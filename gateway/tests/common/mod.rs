@@ -33,12 +33,31 @@ pub const UPSTREAM_KEY: &str = "sk-upstream-secret-0123";
 /// How long any "eventually" condition may take before a test fails.
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A closed local port: bound, then released (connect is refused).
-pub fn closed_port_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    drop(l);
-    format!("http://{addr}")
+/// A local port that refuses connections for as long as this value lives.
+///
+/// The socket is bound but never listens: connecting gets ECONNREFUSED, and, since it holds the
+/// port without SO_REUSEADDR, no other test's listener can be given the same ephemeral port.
+/// (Binding and releasing a port raced with parallel tests: a mock started meanwhile got the
+/// "closed" port and answered 200.)
+pub struct ClosedPort {
+    _socket: tokio::net::TcpSocket,
+    url: String,
+}
+
+impl ClosedPort {
+    pub fn new() -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let url = format!("http://{}", socket.local_addr().unwrap());
+        ClosedPort {
+            _socket: socket,
+            url,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
 }
 
 /// One `[[models]]` table with one target per `(provider, base_url)`; the upstream model name
