@@ -57,6 +57,12 @@ lint() {
 cargo_test() {
   cargo test --workspace --locked
   cargo test "${example[@]}" --locked
+  # Every shapes directory the repository ships, validated as the workload's build validates
+  # it: a bad fixture fails here in seconds, not at the end of tier c.
+  local dir
+  for dir in shapes nix/tests/fixtures/user-shapes; do
+    cargo run -q --locked -p trainer -- shapes --shapes "$dir" >/dev/null
+  done
 }
 
 tiers=("$@")
