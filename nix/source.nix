@@ -57,6 +57,12 @@ in
   shapes = builtins.path {
     path = root + "/shapes";
     name = "gateway-shapes";
-    filter = path: type: !(skipped (baseNameOf path));
+    # README.md documents the format: editing it retrains nothing.
+    filter =
+      path: type:
+      let
+        base = baseNameOf path;
+      in
+      !(skipped base) && builtins.match ".*\\.md" base == null;
   };
 }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Two builds of the gateway's chain side by side in one run, for a change to the chain itself
+# (a stage, the workload, the flags): "the figures must not get worse" is checked here, on
+# valgrind's instruction counts, which do not drift with the machine's load.
+#
+# For each chain it reports the profile (functions, functions executed, .profraw count) and
+# the BOLT proof (functions with profile); then callgrind on the given shapes and the holdout
+# gate, each with the variants plain (AFTER's), pgo and pgo-bolt of BEFORE and of AFTER, so
+# every ratio below comes from the same run.
+#
+# Usage: scripts/bench-compare.sh BEFORE_CHAIN AFTER_CHAIN [SHAPE ...]
+#   *_CHAIN  scripts/chain-nix-host.sh output directories (gateway/, gateway-profile/, ...)
+#   SHAPE    training shapes to measure (default: chat-nonstream-minimal messages-stream-mid)
+#   TRAINER  a built trainer (default: built here, as scripts/bench-ci.sh does)
+# Results: $BENCH_COMPARE_OUT (default ./out/bench-compare): compare.md and the reports.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+before=${1:?usage: scripts/bench-compare.sh BEFORE_CHAIN AFTER_CHAIN [SHAPE ...]}
+after=${2:?usage: scripts/bench-compare.sh BEFORE_CHAIN AFTER_CHAIN [SHAPE ...]}
+shift 2
+shapes=("$@")
+[ "${#shapes[@]}" -gt 0 ] || shapes=(chat-nonstream-minimal messages-stream-mid)
+out=${BENCH_COMPARE_OUT:-$repo/out/bench-compare}
+profdata=${LLVM_PROFDATA:-/usr/lib/llvm-22/bin/llvm-profdata}
+mkdir -p "$out"
+if [ -z "${TRAINER:-}" ]; then
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
+  TRAINER="$repo/target/bench-trainer/release/trainer"
+fi
+for c in "$before" "$after"; do
+  for stage in gateway gateway-pgo gateway-pgo-bolt; do
+    [ -x "$c/$stage/bin/gateway" ] || { echo "bench-compare: no $c/$stage/bin/gateway" >&2; exit 1; }
+  done
+done
+
+# profile_row LABEL CHAIN: the merged profile as llvm-profdata reads it (not the manifest, whose
+# fields may differ between the two chains), the .profraw count and BOLT's coverage.
+profile_row() {
+  local label=$1 c=$2 p total covered raw bolt
+  p="$c/gateway-profile/gateway.profdata"
+  total=$("$profdata" show "$p" | sed -nE 's/^Total functions: ([0-9]+).*/\1/p')
+  covered=$("$profdata" show --covered "$p" | grep -c .)
+  raw=$(sed -nE 's/.*"(raw_files|profraw_files|profraw_count)": ([0-9]+).*/\2/p' "$c/gateway-profile/manifest.json" | head -n1)
+  bolt=$(sed -nE 's/.*"functions_with_profile": ([0-9]+).*/\1/p' "$c/gateway-pgo-bolt/share/gateway/bolt-proof.json" | head -n1)
+  echo "| $label | ${raw:-?} | $total | $covered | $(wc -c <"$p") | ${bolt:-?} |"
+}
+
+variants=(
+  --variant "plain=$after/gateway/bin/gateway"
+  --variant "pgo-before=$before/gateway-pgo/bin/gateway"
+  --variant "pgo-bolt-before=$before/gateway-pgo-bolt/bin/gateway"
+  --variant "pgo-after=$after/gateway-pgo/bin/gateway"
+  --variant "pgo-bolt-after=$after/gateway-pgo-bolt/bin/gateway"
+)
+{
+  echo "# Chain before vs after, one run"
+  echo
+  echo "before: \`$before\`; after: \`$after\`"
+  echo
+  echo "| chain | .profraw files | functions | functions executed | profile bytes | BOLT functions with profile |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+  profile_row before "$before"
+  profile_row after "$after"
+  echo
+  if cmp -s "$before/gateway/bin/gateway" "$after/gateway/bin/gateway"; then
+    echo "The plain builds are identical: the two chains optimized the same code."
+  else
+    echo "The plain builds differ: part of any difference below is the source's, not the chain's."
+  fi
+} >"$out/compare.md"
+
+for shape in "${shapes[@]}"; do
+  "$TRAINER" bench callgrind --shapes shapes --shape "$shape" "${variants[@]}" \
+    --work-dir "$out/callgrind-$shape" --json "$out/callgrind-$shape.json" \
+    --markdown "$out/callgrind-$shape.md" >/dev/null
+  { echo; echo "## $shape (training shape)"; echo; cat "$out/callgrind-$shape.md"; } >>"$out/compare.md"
+done
+# The gate's own verdict is part of the comparison: a regression on the holdout fails this run.
+status=0
+"$TRAINER" bench holdout --shapes shapes "${variants[@]}" \
+  --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md" >/dev/null ||
+  status=$?
+{ echo; echo "## holdout"; echo; cat "$out/holdout.md"; } >>"$out/compare.md"
+cat "$out/compare.md"
+exit "$status"
