@@ -61,7 +61,7 @@ cargo_test() {
   # it: a bad fixture fails here in seconds, not at the end of tier c.
   local dir
   for dir in shapes nix/tests/fixtures/user-shapes; do
-    cargo run -q --locked -p trainer -- shapes --shapes "$dir" >/dev/null
+    cargo run -q --locked -p trainer --bin trainer -- shapes --shapes "$dir" >/dev/null
   done
 }
 
