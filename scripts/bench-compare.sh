@@ -5,8 +5,8 @@
 #
 # For each chain it reports the profile (functions, functions executed, .profraw count) and
 # the BOLT proof (functions with profile); then callgrind on the given shapes and the holdout
-# gate, each with the variants plain (AFTER's), pgo and pgo-bolt of BEFORE and of AFTER, so
-# every ratio below comes from the same run.
+# gate, each with the variants plain (AFTER's; BEFORE's too when its bytes differ), pgo and
+# pgo-bolt of BEFORE and of AFTER, so every ratio below comes from the same run.
 #
 # Usage: scripts/bench-compare.sh BEFORE_CHAIN AFTER_CHAIN [SHAPE ...]
 #   *_CHAIN  scripts/chain-nix-host.sh output directories (gateway/, gateway-profile/, ...)
@@ -47,13 +47,22 @@ profile_row() {
   echo "| $label | ${raw:-?} | $total | $covered | $(wc -c <"$p") | ${bolt:-?} |"
 }
 
-variants=(
-  --variant "plain=$after/gateway/bin/gateway"
+plain=(--variant "plain=$after/gateway/bin/gateway")
+optimized=(
   --variant "pgo-before=$before/gateway-pgo/bin/gateway"
   --variant "pgo-bolt-before=$before/gateway-pgo-bolt/bin/gateway"
   --variant "pgo-after=$after/gateway-pgo/bin/gateway"
   --variant "pgo-bolt-after=$after/gateway-pgo-bolt/bin/gateway"
 )
+# Plain builds of other bytes (another Cargo.lock changes every symbol's hash, and so the
+# layout) are measured too on the training shapes: the control that says how much of a
+# difference is the source's. (Not in the holdout gate: a control is not held to it.)
+control=()
+same_plain=true
+cmp -s "$before/gateway/bin/gateway" "$after/gateway/bin/gateway" || {
+  same_plain=false
+  control=(--variant "plain-before=$before/gateway/bin/gateway")
+}
 {
   echo "# Chain before vs after, one run"
   echo
@@ -64,22 +73,23 @@ variants=(
   profile_row before "$before"
   profile_row after "$after"
   echo
-  if cmp -s "$before/gateway/bin/gateway" "$after/gateway/bin/gateway"; then
+  if $same_plain; then
     echo "The plain builds are identical: the two chains optimized the same code."
   else
-    echo "The plain builds differ: part of any difference below is the source's, not the chain's."
+    echo "The plain builds differ, so BEFORE's is measured too (plain-before): the difference"
+    echo "between the two plains is the source's, not the chain's."
   fi
 } >"$out/compare.md"
 
 for shape in "${shapes[@]}"; do
-  "$TRAINER" bench callgrind --shapes shapes --shape "$shape" "${variants[@]}" \
+  "$TRAINER" bench callgrind --shapes shapes --shape "$shape" "${plain[@]}" "${control[@]}" "${optimized[@]}" \
     --work-dir "$out/callgrind-$shape" --json "$out/callgrind-$shape.json" \
     --markdown "$out/callgrind-$shape.md" >/dev/null
   { echo; echo "## $shape (training shape)"; echo; cat "$out/callgrind-$shape.md"; } >>"$out/compare.md"
 done
 # The gate's own verdict is part of the comparison: a regression on the holdout fails this run.
 status=0
-"$TRAINER" bench holdout --shapes shapes "${variants[@]}" \
+"$TRAINER" bench holdout --shapes shapes "${plain[@]}" "${optimized[@]}" \
   --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md" >/dev/null ||
   status=$?
 { echo; echo "## holdout"; echo; cat "$out/holdout.md"; } >>"$out/compare.md"
