@@ -35,14 +35,14 @@ for c in "$before" "$after"; do
   done
 done
 
-# profile_row LABEL CHAIN: the merged profile as llvm-profdata reads it (not the manifest, whose
-# fields may differ between the two chains), the .profraw count and BOLT's coverage.
+# profile_row LABEL CHAIN: the merged profile as llvm-profdata reads it (the manifests of other
+# versions record other fields), the manifest's .profraw count and BOLT's coverage.
 profile_row() {
   local label=$1 c=$2 p total covered raw bolt
   p="$c/gateway-profile/gateway.profdata"
   total=$("$profdata" show "$p" | sed -nE 's/^Total functions: ([0-9]+).*/\1/p')
   covered=$("$profdata" show --covered "$p" | grep -c .)
-  raw=$(sed -nE 's/.*"(raw_files|profraw_files|profraw_count)": ([0-9]+).*/\2/p' "$c/gateway-profile/manifest.json" | head -n1)
+  raw=$(sed -nE 's/.*"raw_files": ([0-9]+).*/\1/p' "$c/gateway-profile/manifest.json" | head -n1)
   bolt=$(sed -nE 's/.*"functions_with_profile": ([0-9]+).*/\1/p' "$c/gateway-pgo-bolt/share/gateway/bolt-proof.json" | head -n1)
   echo "| $label | ${raw:-?} | $total | $covered | $(wc -c <"$p") | ${bolt:-?} |"
 }
