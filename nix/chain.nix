@@ -25,9 +25,11 @@
 #                   pgoProfile } -> derivation with bin/<binName>. One cargo release build
 #                   with one flag set, through ./stages/cargo-build.sh; its dependencies must
 #                   be built with the same RUSTFLAGS (they are instrumented and profile-used
-#                   too). `pgoProfile` (null or a .profdata file) goes to cargo-build.sh as
-#                   PGO_PROFILE, which stages it at a fixed path inside the build and puts that
-#                   path where RUSTFLAGS say `@pgoProfile@` (deps and binary alike).
+#                   too). `pgoProfile` (null or a .profdata file): the builder stages it at
+#                   a fixed path inside the build and puts that path where RUSTFLAGS say
+#                   `@pgoProfile@` (./stages/pgo-use-flags.sh), before the first phase that may
+#                   run cargo, for deps and binary alike: no process of the build (the
+#                   builder's own hooks included) may see the token.
 #                   `postInstall` is a function { cargoStderrLog } -> shell snippet, run after
 #                   the binary is in $out/bin: cargoStderrLog is a shell word naming the file
 #                   that holds cargo's stderr, for the snippet to pass on explicitly. A failing
@@ -159,7 +161,7 @@ let
   profileDir = if profile == null then trained else profile;
 
   # --emit-relocs: BOLT reorders functions only in relocation mode. `@pgoProfile@`: the
-  # profile is staged at one fixed path inside the build (stages/cargo-build.sh), so RUSTFLAGS
+  # profile is staged at one fixed path inside the build (stages/pgo-use-flags.sh), so RUSTFLAGS
   # name no store path: a profile from training, a cache or a release gives the same flags,
   # and the same profile bytes give the same binary whichever derivation supplied them.
   pgoFlags = builtins.concatStringsSep " " [

@@ -32,6 +32,7 @@ let
   # cargo's stderr, kept by stages/cargo-build.sh for the PGO gate. A shell word: the gate
   # gets it on its own command line (chain.nix's contract), never from the phase's scope.
   cargoStderrLog = ''"$NIX_BUILD_TOP/cargo-stderr.log"'';
+  shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
 
   buildWith =
     {
@@ -50,22 +51,42 @@ let
         // {
           inherit pname;
           cargoExtraArgs = "--locked ${cargoExtraArgs}";
-          # Dependencies carry the same RUSTFLAGS (the hot path lives in hyper, tokio,
-          # serde_json): hence one buildDepsOnly per flag set.
-          RUSTFLAGS = rustflags;
         }
+        // pgoArgs
         // (if cargoTarget == null then { } else { CARGO_BUILD_TARGET = cargoTarget; })
         // env;
-      # The profile, staged by cargo-build.sh at a fixed path (chain.nix's `@pgoProfile@`).
-      pgoProfileArg = if pgoProfile == null then "" else "PGO_PROFILE=${pgoProfile} ";
+      # Dependencies carry the same RUSTFLAGS (the hot path lives in hyper, tokio,
+      # serde_json): hence one buildDepsOnly per flag set. A profile-use build exports no
+      # RUSTFLAGS attribute: its flags name `@pgoProfile@` (chain.nix), and crane's own hooks
+      # run cargo with whatever RUSTFLAGS are exported (installFromCargoBuildLog's `cargo
+      # metadata` asks rustc for target information). So the first hook of the build, before
+      # any phase that may run cargo, stages the profile at a fixed path and exports the
+      # resolved flags (stages/pgo-use-flags.sh): every process of every phase sees only
+      # flags rustc can read, and none names the profile's store path.
+      pgoArgs =
+        if pgoProfile == null then
+          (
+            if builtins.match ".*@pgoProfile@.*" rustflags != null then
+              throw "buildWith ${pname}: rustflags name @pgoProfile@ but no pgoProfile was given"
+            else
+              { RUSTFLAGS = rustflags; }
+          )
+        else
+          {
+            preUnpack = ''
+              RUSTFLAGS=$(PGO_PROFILE=${pgoProfile} PGO_RUSTFLAGS=${shellQuote rustflags} \
+                STAGE_COMMON=${stage "common.sh"} bash ${stage "pgo-use-flags.sh"})
+              export RUSTFLAGS
+            '';
+          };
       cargoBuild = buildLog: ''
-        CARGO_BUILD_LOG="${buildLog}" CARGO_STDERR_LOG=${cargoStderrLog} ${pgoProfileArg}\
+        CARGO_BUILD_LOG="${buildLog}" CARGO_STDERR_LOG=${cargoStderrLog} \
           STAGE_COMMON=${stage "common.sh"} \
           bash ${stage "cargo-build.sh"} --release --locked ${cargoExtraArgs}
       '';
       # No `cargo check` pass: nothing else reuses a flagged dependency set, and it would
       # type-check every crate a second time. A profile-use build's dependencies go through
-      # cargo-build.sh too: their RUSTFLAGS name the staged profile, as the binary's do.
+      # cargo-build.sh too, with the same staged profile and flags as the binary's.
       depsArgs =
         args
         // (

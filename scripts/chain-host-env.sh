@@ -40,9 +40,23 @@ if [ ! -f "$vendor_dir/.complete" ]; then
   touch "$vendor_dir/.complete"
 fi
 
+# The toolchain as a store path, as fenix's is: crane's removeReferencesToRustToolchain hook
+# (and the stand-in's, which runs the same commands) fails on a sysroot outside the store.
+# Added once per toolchain (`rustc -vV` names its commit); the builds get it as an input.
+toolchain_rec=/var/tmp/gateway-toolchain-$(printf '%s\n' "$rustc_vv" | sha256sum | cut -c1-16).path
+rust_toolchain=$(cat "$toolchain_rec" 2>/dev/null || true)
+if [ -z "$rust_toolchain" ] || ! nix-store --check-validity "$rust_toolchain" 2>/dev/null; then
+  toolchain_tmp=$(mktemp -d /var/tmp/rust-toolchain.XXXXXX)
+  mkdir "$toolchain_tmp/rust-toolchain"
+  cp -a "$rust_sysroot/bin" "$rust_sysroot/lib" "$toolchain_tmp/rust-toolchain/"
+  rust_toolchain=$(nix-store --add "$toolchain_tmp/rust-toolchain")
+  rm -rf "$toolchain_tmp"
+  printf '%s\n' "$rust_toolchain" >"$toolchain_rec"
+fi
+
 # Debian's nix-bin is Nix 2.8, root, no daemon: flakes on, no substituters (no cache here),
 # the sandbox on, with the host tools bound in. /bin etc. for bash, cc, make (jemalloc).
-nix_sandbox_paths="/bin /usr /lib /lib64 /etc/alternatives $rust_sysroot $vendor_dir"
+nix_sandbox_paths="/bin /usr /lib /lib64 /etc/alternatives $vendor_dir"
 case "$LLVM_BIN" in
   /usr/*) ;;
   *) nix_sandbox_paths="$nix_sandbox_paths $(dirname "$LLVM_BIN")" ;;
@@ -54,7 +68,7 @@ host_nix_args=(
   --option build-users-group ''
   --option sandbox true
   --option sandbox-paths "$nix_sandbox_paths"
-  --argstr rustSysroot "$rust_sysroot"
+  --arg rustSysroot "builtins.storePath \"$rust_toolchain\""
   --argstr vendorDir "$vendor_dir"
   --argstr llvmBin "$LLVM_BIN"
   --argstr boltRuntimeLib "$BOLT_RT_LIB"

@@ -73,7 +73,7 @@ for t in "${tiers[@]}"; do
     cargo-test) tier cargo-test cargo_test ;;
     sdk) tier sdk tests/sdk/run.sh ;;
     chain-local) tier chain-local scripts/chain-local.sh "$repo/out/chain-local" ;;
-    crane-real) tier crane-real nix/tests/crane-real.sh "$repo/out/tier-c" ;;
+    crane-real) tier crane-real nix/tests/crane-real.sh ;;
     nix) tier nix nix/tests/run-all.sh a b c d ;;
     # Both reuse tier c's outputs (out/tier-c): no second build of the chain.
     bench) tier bench scripts/bench-ci.sh "$repo/out/tier-c" ;;

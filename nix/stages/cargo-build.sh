@@ -15,13 +15,6 @@
 # see those; that broke the production build once).
 #   CARGO_BUILD_LOG   where cargo's JSON messages go (stdout)
 #   CARGO_STDERR_LOG  where cargo's stderr goes
-#   PGO_PROFILE       optional: the .profdata of a profile-use build. It is copied to one
-#                     fixed path, $PGO_PROFILE_STAGE_DIR/profile.profdata (default dir:
-#                     $NIX_BUILD_TOP/pgo-profile, /build/pgo-profile in Nix's sandbox), and
-#                     `@pgoProfile@` in RUSTFLAGS becomes that path. So RUSTFLAGS never name
-#                     the profile's store path: the same profile bytes give the same flags, and
-#                     the same binary, whichever derivation supplied them (trained, cached or
-#                     published with a release).
 #   arguments         passed to `cargo build` after --message-format (e.g. --release --locked
 #                     -p gateway --bin gateway). RUSTFLAGS and CARGO_BUILD_TARGET come from the
 #                     environment, as cargo reads them.
@@ -33,22 +26,13 @@ need_var CARGO_BUILD_LOG
 need_var CARGO_STDERR_LOG
 # An empty CARGO_BUILD_TARGET is an error to cargo ("target was empty"): unset it.
 [ -n "${CARGO_BUILD_TARGET:-}" ] || unset CARGO_BUILD_TARGET
-if [ -n "${PGO_PROFILE:-}" ]; then
-  nonempty "$PGO_PROFILE" "PGO profile (PGO_PROFILE)"
-  stage_dir=${PGO_PROFILE_STAGE_DIR:-${NIX_BUILD_TOP:-}/pgo-profile}
-  [ "$stage_dir" != /pgo-profile ] || die "PGO_PROFILE needs NIX_BUILD_TOP or PGO_PROFILE_STAGE_DIR"
-  mkdir -p "$stage_dir"
-  install -m 0644 "$PGO_PROFILE" "$stage_dir/profile.profdata"
-  case "${RUSTFLAGS:-}" in
-    *@pgoProfile@*) ;;
-    *) die "PGO_PROFILE is set but RUSTFLAGS have no -Cprofile-use=@pgoProfile@" ;;
-  esac
-  RUSTFLAGS=${RUSTFLAGS//@pgoProfile@/$stage_dir/profile.profdata}
-  export RUSTFLAGS
-fi
+# A profile-use build arrives with RUSTFLAGS already resolved (pgo-use-flags.sh, run by the
+# builder before any phase runs cargo): a token here means some builder skipped that step, and
+# crane's own hooks, which run cargo with the exported RUSTFLAGS, would fail after this build.
 case "${RUSTFLAGS:-}" in
-  *@pgoProfile@*) die "RUSTFLAGS name @pgoProfile@ but no PGO_PROFILE was given" ;;
+  *@pgoProfile@*) die "RUSTFLAGS name @pgoProfile@: the builder did not stage the profile (pgo-use-flags.sh) before the build" ;;
 esac
+[ -z "${PGO_PROFILE:-}" ] || die "PGO_PROFILE is not read here: stage it with pgo-use-flags.sh before the first phase that runs cargo"
 note "RUSTFLAGS='${RUSTFLAGS:-}' target='${CARGO_BUILD_TARGET:-host}' args='$*'"
 
 if ! cargo build --message-format json-render-diagnostics "$@" \

@@ -61,19 +61,32 @@ done
 echo "== stage wiring (x86_64-linux)"
 # One evaluation for all values (separate ones could see different sources in a working tree
 # that others are editing): NAME=VALUE lines.
-wiring=$(ev --raw "$flake#packages.x86_64-linux" --apply 'p: builtins.concatStringsSep "\n" [
+# A profile-use build has no RUSTFLAGS attribute: its flags are PGO_RUSTFLAGS='...' in the
+# preUnpack hook that resolves them (nix/crane.nix).
+wiring=$(ev --raw "$flake#packages.x86_64-linux" --apply 'p: let
+  oneLine = builtins.replaceStrings ["\n"] [" "];
+  q = builtins.fromJSON "\"\\u0027\"";
+  flagsOf = d: let m = builtins.match (".*PGO_RUSTFLAGS=" + q + "([^" + q + "]*)" + q + ".*")
+      (oneLine (d.preUnpack or ""));
+    in if m == null then "<none>" else builtins.head m;
+  attrOf = d: d.RUSTFLAGS or "<none>";
+in builtins.concatStringsSep "\n" [
   ("profile=" + p.gateway-profile.outPath)
   ("instrumented=" + p.gateway-instrumented.outPath)
   ("pgo=" + p.gateway-pgo.outPath)
   ("boltProfile=" + p.gateway-bolt-profile.outPath)
   ("instrumentedFlags=" + p.gateway-instrumented.RUSTFLAGS)
   ("instrumentedTarget=" + p.gateway-instrumented.CARGO_BUILD_TARGET)
-  ("pgoFlags=" + p.gateway-pgo.RUSTFLAGS)
+  ("pgoFlags=" + flagsOf p.gateway-pgo)
+  ("pgoFlagsAttr=" + attrOf p.gateway-pgo)
+  ("pgoPreUnpack=" + oneLine (p.gateway-pgo.preUnpack or ""))
   ("pgoTarget=" + p.gateway-pgo.CARGO_BUILD_TARGET)
   ("pgoPostInstall=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.postInstall)
   ("pgoDontStrip=" + (if p.gateway-pgo.dontStrip then "true" else "false"))
   ("pgoBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.buildPhase)
-  ("pgoDepsFlags=" + p.gateway-pgo.cargoArtifacts.RUSTFLAGS)
+  ("pgoDepsFlags=" + flagsOf p.gateway-pgo.cargoArtifacts)
+  ("pgoDepsFlagsAttr=" + attrOf p.gateway-pgo.cargoArtifacts)
+  ("pgoDepsPreUnpack=" + oneLine (p.gateway-pgo.cargoArtifacts.preUnpack or ""))
   ("pgoDepsBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.cargoArtifacts.buildPhase)
   ("plainFlags=[" + p.gateway.RUSTFLAGS + "]")
   ("profdata=" + p.gateway-profile.LLVM_PROFDATA)
@@ -104,11 +117,19 @@ reject() {
 }
 expect gateway-instrumented.RUSTFLAGS "${w[instrumentedFlags]}" "-Cprofile-generate="
 expect gateway-instrumented.CARGO_BUILD_TARGET "${w[instrumentedTarget]}" "x86_64-unknown-linux-gnu"
-# The profile is staged at a fixed path (cargo-build.sh): its store path is never in RUSTFLAGS.
+# The profile is staged at a fixed path (pgo-use-flags.sh): its store path is never in
+# RUSTFLAGS. It is staged and the flags resolved in preUnpack, before any phase that may run
+# cargo (issue 18: crane's install hook runs `cargo metadata` with the exported RUSTFLAGS), so
+# no RUSTFLAGS attribute carries the token, for the binary and its dependencies alike.
 expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Cprofile-use=@pgoProfile@"
 reject gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "/nix/store/"
-expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
-expect gateway-pgo.cargoArtifacts.buildPhase "${w[pgoDepsBuildCommand]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
+expect "gateway-pgo's RUSTFLAGS attribute" "${w[pgoFlagsAttr]}" "<none>"
+expect "gateway-pgo deps' RUSTFLAGS attribute" "${w[pgoDepsFlagsAttr]}" "<none>"
+expect gateway-pgo.preUnpack "${w[pgoPreUnpack]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
+expect gateway-pgo.preUnpack "${w[pgoPreUnpack]}" "pgo-use-flags.sh"
+expect gateway-pgo.preUnpack "${w[pgoPreUnpack]}" "export RUSTFLAGS"
+expect gateway-pgo.cargoArtifacts.preUnpack "${w[pgoDepsPreUnpack]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
+reject gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "PGO_PROFILE="
 expect gateway-pgo.cargoArtifacts.buildPhase "${w[pgoDepsBuildCommand]}" "cargo-build.sh"
 expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Wl,--emit-relocs"
 expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-pgo-warn-missing-function"
@@ -154,7 +175,7 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
       workload = \"/bin/false\";
       minProfiles = 3;
     };
-  in [ c.other-pgo-bolt.drvPath c.other-pgo.RUSTFLAGS c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks)
+  in [ c.other-pgo-bolt.drvPath c.other-pgo.preUnpack c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks)
        c.other-profile.WORKLOAD c.other-profile.MIN_PROFILES c.other-bolt-profile.MIN_PROFILES c.other-pgo-bolt.FDATA ]")
 echo "  $out"
 expect mkPgoBoltChain "$out" "other-pgo-bolt.drv"
@@ -184,8 +205,10 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
     };
     trained = lib.gatewayChain \"x86_64-linux\" { };
     c = lib.gatewayChain \"x86_64-linux\" published;
-  in [ c.gateway-pgo.RUSTFLAGS trained.gateway-pgo.RUSTFLAGS c.gateway-profile.name
-       c.gateway-pgo-bolt.FDATA c.gateway-pgo-bolt.FDATA_MANIFEST c.gateway-pgo.buildPhase ]") ||
+    flagsOf = d: builtins.head (builtins.match \".*PGO_RUSTFLAGS='([^']*)'.*\"
+      (builtins.replaceStrings [\"\\n\"] [\" \"] d.preUnpack));
+  in [ (flagsOf c.gateway-pgo) (flagsOf trained.gateway-pgo) c.gateway-profile.name
+       c.gateway-pgo-bolt.FDATA c.gateway-pgo-bolt.FDATA_MANIFEST c.gateway-pgo.preUnpack ]") ||
   fail "lib.gatewayChain with published profiles does not evaluate"
 echo "  $out" | cut -c1-400
 expect gatewayChain "$out" '"published-profile"'
@@ -240,7 +263,7 @@ tplf=(
 )
 out=$(nix eval "${tplf[@]}" --json "path:$tpl#packages.x86_64-linux" --apply 'p: [
   p.default.drvPath p.textsearch-pgo-bolt.drvPath p.textsearch-profile.WORKLOAD
-  p.textsearch-profile.MIN_PROFILES p.textsearch-bolt-profile.WORKLOAD p.textsearch-pgo.RUSTFLAGS
+  p.textsearch-profile.MIN_PROFILES p.textsearch-bolt-profile.WORKLOAD p.textsearch-pgo.preUnpack
   p.textsearch-instrumented.RUSTFLAGS ]' 2>"$errlog") || {
   cat "$errlog" >&2
   fail "the template's packages do not evaluate"

@@ -12,8 +12,10 @@
 # an unreadable, empty or mismatched profile and a log with `hash mismatch` (rustc only warns
 # and builds plain), on what a toolchain bump changes (a profile of another LLVM, missing
 # profiles, llvm-profdata of another LLVM), the BOLT stage on -use-gnu-stack and on a binary
-# without relocations; and the crane stand-in failing a postInstall that reads a variable its
-# build phase did not export (nix/tests/standin-phases.nix).
+# without relocations; the profile staging (pgo-use-flags.sh) and cargo-build.sh refusing an
+# unresolved token; and the crane stand-in failing where crane fails: a postInstall that reads
+# a variable its build phase did not export, and exported RUSTFLAGS that rustc cannot read
+# outside cargo-build.sh (crane's install hook runs `cargo metadata`; nix/tests/standin-phases.nix).
 # Reuses tier c's store paths (instrumented build, profile): run tier c first.
 #
 # Usage: nix/tests/tier-d.sh [TIER_C_OUTDIR]   (default ./out/tier-c)
@@ -120,32 +122,51 @@ cp "$gate_dir/profile/gateway.profdata" "$gate_dir/other/"
 printf '{"raw_files": 1, "raw_bytes": 100, "merged_sha256": "%064d"}\n' 0 >"$gate_dir/other/manifest.json"
 expect_gate_failure manifest-mismatch "merged_sha256 is not the profile" clean.log "$gate_dir/other"
 
-# The profile staging of nix/stages/cargo-build.sh (issue 12): RUSTFLAGS naming the staged
-# profile without one given, or a profile given to flags that would not use it, fail before
-# cargo runs.
+# The profile staging (nix/stages/pgo-use-flags.sh, issues 12 and 18): flags that would not
+# use the profile, or a profile that is missing, fail before anything runs cargo; with both,
+# the profile lands at $NIX_BUILD_TOP/pgo-profile and the printed flags name that path and
+# nothing else. cargo-build.sh refuses flags that still carry the token, or a PGO_PROFILE it
+# would not stage (a builder that skipped the staging step).
+use_flags() { # NAME PGO_RUSTFLAGS PGO_PROFILE
+  env STAGE_COMMON="$repo/nix/stages/common.sh" NIX_BUILD_TOP="$gate_dir/$1.top" \
+    PGO_RUSTFLAGS="$2" PGO_PROFILE="$3" bash "$repo/nix/stages/pgo-use-flags.sh" \
+    >"$gate_dir/$1.flags" 2>"$gate_dir/$1.out"
+}
 cargo_stage() { # NAME RUSTFLAGS [PGO_PROFILE]
   env STAGE_COMMON="$repo/nix/stages/common.sh" CARGO_BUILD_LOG="$gate_dir/$1.json" \
-    CARGO_STDERR_LOG="$gate_dir/$1.err" NIX_BUILD_TOP="$gate_dir/$1.top" RUSTFLAGS="$2" \
-    ${3:+PGO_PROFILE="$3"} bash "$repo/nix/stages/cargo-build.sh" --help >"$gate_dir/$1.out" 2>&1
+    CARGO_STDERR_LOG="$gate_dir/$1.err" RUSTFLAGS="$2" ${3:+PGO_PROFILE="$3"} \
+    bash "$repo/nix/stages/cargo-build.sh" --help >"$gate_dir/$1.out" 2>&1
 }
-for c in "token-without-profile|-Cprofile-use=@pgoProfile@||no PGO_PROFILE was given" \
-  "profile-without-token|-Copt-level=3|$gate_dir/profile/gateway.profdata|no -Cprofile-use=@pgoProfile@"; do
-  IFS='|' read -r name flags prof pattern <<<"$c"
-  echo "== gate: cargo-build $name"
-  if cargo_stage "$name" "$flags" "$prof"; then fail "cargo-build $name passed"; fi
+expect_refused() { # KIND NAME PATTERN COMMAND...
+  local kind=$1 name=$2 pattern=$3
+  shift 3
+  echo "== gate: $kind $name"
+  if "$@"; then fail "$kind $name passed"; fi
   grep -q -- "$pattern" "$gate_dir/$name.out" || {
     cat "$gate_dir/$name.out"
-    fail "cargo-build $name does not say '$pattern'"
+    fail "$kind $name does not say '$pattern'"
   }
   grep -- "FAILED" "$gate_dir/$name.out" | head -n 1 | sed 's/^/  log: /'
-done
-cargo_stage staged "-Cprofile-use=@pgoProfile@" "$gate_dir/profile/gateway.profdata" ||
-  fail "cargo-build with a profile and the token failed: $(cat "$gate_dir/staged.out")"
-if ! grep -q "RUSTFLAGS='-Cprofile-use=$gate_dir/staged.top/pgo-profile/profile.profdata'" "$gate_dir/staged.out" ||
-  ! cmp -s "$gate_dir/profile/gateway.profdata" "$gate_dir/staged.top/pgo-profile/profile.profdata"; then
-  fail "cargo-build did not stage the profile at \$NIX_BUILD_TOP/pgo-profile: $(cat "$gate_dir/staged.out")"
+}
+expect_refused pgo-use-flags no-token "have no -Cprofile-use=@pgoProfile@" \
+  use_flags no-token "-Copt-level=3" "$gate_dir/profile/gateway.profdata"
+expect_refused pgo-use-flags no-profile "PGO profile (PGO_PROFILE) is missing or empty" \
+  use_flags no-profile "-Cprofile-use=@pgoProfile@" "$gate_dir/absent.profdata"
+if [ -s "$gate_dir/no-token.flags" ] || [ -s "$gate_dir/no-profile.flags" ]; then
+  fail "pgo-use-flags printed flags although it failed"
 fi
-echo "  ok: refused without the pair; staged at \$NIX_BUILD_TOP/pgo-profile with it"
+expect_refused cargo-build unresolved-token "the builder did not stage the profile" \
+  cargo_stage unresolved-token "-Cprofile-use=@pgoProfile@"
+expect_refused cargo-build profile-given "PGO_PROFILE is not read here" \
+  cargo_stage profile-given "-Copt-level=3" "$gate_dir/profile/gateway.profdata"
+use_flags staged "-Cprofile-use=@pgoProfile@ -Clink-args=-Wl,--emit-relocs" \
+  "$gate_dir/profile/gateway.profdata" || fail "pgo-use-flags with a profile and the token failed: $(cat "$gate_dir/staged.out")"
+[ "$(cat "$gate_dir/staged.flags")" = \
+  "-Cprofile-use=$gate_dir/staged.top/pgo-profile/profile.profdata -Clink-args=-Wl,--emit-relocs" ] ||
+  fail "pgo-use-flags printed '$(cat "$gate_dir/staged.flags")'"
+cmp -s "$gate_dir/profile/gateway.profdata" "$gate_dir/staged.top/pgo-profile/profile.profdata" ||
+  fail "pgo-use-flags did not stage the profile at \$NIX_BUILD_TOP/pgo-profile"
+echo "  ok: refused without the pair; staged at \$NIX_BUILD_TOP/pgo-profile with it; cargo-build refuses the token"
 
 # bolt_gate NAME FLAGS BINARY [TRAINED_SHA]: run nix/stages/bolt-optimize.sh as the pgo-bolt
 # stage does; the fdata's manifest says it was trained on TRAINED_SHA (default: BINARY's).
@@ -242,30 +263,37 @@ profile_stage pgo-profile.sh one-run BIN="$instrumented" MIN_PROFILES=1 || {
 grep -q '"raw_files": 1,' "$wl_dir/out-one-run/manifest.json" || fail "one-run: manifest lacks raw_files 1"
 echo "  ok: one run -> gateway.profdata + manifest.json ($(grep -oE '"functions(_executed)?": [0-9]+' "$wl_dir/out-one-run/manifest.json" | paste -sd ' '))"
 
-# ---- the crane stand-in models stdenv's one-shell phases (nix/tests/standin-phases.nix) ----
-# The class of bug that broke `nix build .#gateway-pgo-bolt`: a postInstall child process
-# that reads a variable the build phase assigned without exporting must fail the build.
-echo "== stand-in: a postInstall reading an unexported build-phase variable"
+# ---- the crane stand-in behaves as crane where our builds depend on it (nix/tests/standin-phases.nix) ----
 standin() {
   nix-build "$repo/nix/tests/standin-phases.nix" "${host_nix_args[@]}" -A "$1" \
     -o "$work/result-standin-$1" >"$work/standin-$1.log" 2>&1
 }
-if standin unexported; then fail "the stand-in built a postInstall that reads an unexported variable"; fi
-[ ! -e "$work/result-standin-unexported" ] || fail "standin-unexported: a result link was left"
-grep -q 'buildVar is not set in this child process' "$work/standin-unexported.log" || {
-  tail -n 30 "$work/standin-unexported.log"
-  fail "standin-unexported failed for another reason"
+# standin_pair FAILING PASSING PATTERN WHAT: the first must fail saying PATTERN, leaving no
+# result; the second, differing in one thing, must build.
+standin_pair() {
+  local bad=$1 good=$2 pattern=$3 what=$4
+  echo "== stand-in: $what"
+  if standin "$bad"; then fail "the stand-in built $bad ($what)"; fi
+  [ ! -e "$work/result-standin-$bad" ] || fail "standin-$bad: a result link was left"
+  grep -qF -- "$pattern" "$work/standin-$bad.log" || {
+    tail -n 30 "$work/standin-$bad.log"
+    fail "standin-$bad failed for another reason than '$pattern'"
+  }
+  grep -F -- "$pattern" "$work/standin-$bad.log" | head -n 1 | sed 's/^/  log: /'
+  standin "$good" || {
+    tail -n 30 "$work/standin-$good.log"
+    fail "standin-$good (the same build, $what fixed) failed"
+  }
+  echo "  ok: $bad fails, $good builds"
 }
-grep 'buildVar is not set' "$work/standin-unexported.log" | head -n 1 | sed 's/^/  log: /'
-standin exported || {
-  tail -n 30 "$work/standin-exported.log"
-  fail "the same build with the variable exported failed"
-}
-# A cached result prints no build log: read the stored one (informational only; the build
-# succeeding is the check).
-{ nix-store --read-log "$(readlink -f "$work/result-standin-exported")" 2>/dev/null || true; } |
-  grep -m1 'read-build-var: buildVar=' | sed 's/^/  log: /' || true
-echo "  ok: unexported fails, exported builds"
+# The class of bug that broke `nix build .#gateway-pgo-bolt` the first time: a postInstall
+# child process that reads a variable the build phase assigned without exporting.
+standin_pair unexported exported 'buildVar is not set in this child process' \
+  "a postInstall reading an unexported build-phase variable"
+# The second time (issue 18): crane's own install hook runs `cargo metadata` with the exported
+# RUSTFLAGS, which rustc could not read. A stand-in whose hook adds --no-deps builds this.
+standin_pair unreadable-rustflags readable-rustflags 'passed to `-C profile-use` does not exist' \
+  "exported RUSTFLAGS rustc cannot read, outside cargo-build.sh"
 
 # ---- broken inputs through nix-build (the real sandboxed stages) ----
 expect_failure failing-workload gateway-profile "the workload failed (exit 3)" \

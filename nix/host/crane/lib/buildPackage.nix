@@ -50,13 +50,14 @@ mkCargoDerivation (
     # postBuild hook), so a check phase cannot clobber them; move them into $out.
     installPhaseCommand =
       args.installPhaseCommand or ''
-        captured=''${postBuildInstallFromCargoBuildLogOut:-}
-        if [ -n "$captured" ] && [ -d "$captured" ]; then
+        if [ -n "$postBuildInstallFromCargoBuildLogOut" -a \
+          -d "$postBuildInstallFromCargoBuildLogOut" ]; then
+          echo "actually installing contents of $postBuildInstallFromCargoBuildLogOut to $out"
           mkdir -p $out
-          find "$captured" -mindepth 1 -maxdepth 1 | xargs -r mv -t $out
+          find "$postBuildInstallFromCargoBuildLogOut" -mindepth 1 -maxdepth 1 | xargs -r mv -t $out
         else
-          echo "buildPackage: nothing captured from cargo's build log" \
-            "(does the build phase set \$cargoBuildLog?)" >&2
+          echo "buildPackage: \$postBuildInstallFromCargoBuildLogOut is either undefined" \
+            "or does not point to a valid location" >&2
           false
         fi
       '';

@@ -46,6 +46,7 @@ pkgs.stdenv.mkDerivation (
         "configureCargoVendoredDepsHook"
         "inheritCargoArtifactsHook"
         "installCargoArtifactsHook"
+        "replaceCargoLockHook"
       ];
 
     buildPhase =

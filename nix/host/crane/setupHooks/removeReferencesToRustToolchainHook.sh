@@ -1,18 +1,22 @@
 # shellcheck shell=bash
-# crane stand-in hook, after installing: blank the toolchain's store hash in every output
-# file (panic messages can name the standard library's sources), so the runtime closure does
-# not pull in the toolchain. A toolchain outside the store (the host's) leaves nothing to do.
+# crane stand-in hook (crane: lib/setupHooks/removeReferencesToRustToolchainHook.sh), after
+# installing: blank the toolchain's store hash in every output file (panic messages can name
+# the standard library's sources), so the runtime closure does not pull in the toolchain. As
+# in crane, a sysroot outside the store fails the build (grep finds no store hash): the host
+# builder adds the toolchain to the store first, as fenix's is (scripts/chain-host-env.sh).
 removeReferencesToRustToolchain() {
-  local dir=${1:-$out} sysroot hash
-  sysroot=$(rustc --print sysroot)
-  hash=$(printf '%s\n' "$sysroot" | grep -oE '/nix/store/[a-z0-9]{32}' || true)
-  if [ -z "$hash" ]; then
-    echo "removeReferencesToRustToolchain: $sysroot is not in the store"
-    return 0
-  fi
-  find "$dir" -type f -print0 | xargs -0 -r sed -i "s|$hash|/nix/store/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee|g"
+  local installLocation="${1:-${out:?not defined}}"
+  echo "stripping references to Rust toolchain"
+  local rustToolchainLocation rustToolchainStoreHash
+  rustToolchainLocation=$(rustc --print sysroot)
+  echo "Rust toolchain at: $rustToolchainLocation"
+  rustToolchainStoreHash=$(echo "$rustToolchainLocation" | grep --only-matching '/nix/store/[a-z0-9]\{32\}')
+  find "${installLocation}" -type f -print0 | xargs -0 --no-run-if-empty sed -i'' "s|${rustToolchainStoreHash}|/nix/store/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee|g"
+  echo "stripping Rust toolchain references done"
 }
 
-if [ -z "${doNotRemoveReferencesToRustToolchain-}" ]; then
+if [ -n "${doNotRemoveReferencesToRustToolchain-}" ]; then
+  echo "removeReferencesToRustToolchain disabled"
+else
   postInstallHooks+=(removeReferencesToRustToolchain)
 fi
