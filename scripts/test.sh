@@ -24,9 +24,12 @@
 #   chain-local (scripts/chain-local.sh) the same stage scripts as tier c with host tools
 #               outside Nix. It repeats the fat-LTO builds that tier c already proves, which
 #               CI's time budget cannot spare; run it when changing the stages.
-#   crane-real  (nix/tests/crane-real.sh) gateway-pgo built with crane's OWN setup hooks from
-#               a crane snapshot (CRANE_SRC; CI cannot fetch crane, so it skips, saying so,
-#               when CRANE_SRC is unset). Reuses tier c's profile: run after tier c.
+#   crane-real  (nix/tests/crane-real.sh) the whole chain built through nix/crane.nix with
+#               crane's OWN setup hooks from a crane snapshot (CRANE_SRC; CI cannot fetch
+#               crane, so it skips, saying so, when CRANE_SRC is unset), the stand-in's
+#               fidelity cases with those hooks, and the README's stand-in command table
+#               against crane's files. ~15 min. Required on the final commit of any change
+#               to the chain (nix/, flake.nix, the stage scripts).
 #
 # Usage: scripts/test.sh [TIER ...]   (default: all but chain-local and crane-real, in the order above)
 set -euo pipefail

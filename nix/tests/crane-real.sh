@@ -55,6 +55,9 @@ done
 if grep -l '@[A-Za-z]*@' "$work"/hooks/*.sh; then fail "an @placeholder@ is left in crane's hooks"; fi
 echo "  (crane's lib/*.nix are not used: the stand-in's nix/host/crane/lib builds the same phases)"
 
+echo "crane-real: the README's stand-in command table, crane's column"
+"$repo/nix/tests/standin-commands.sh" "$CRANE_SRC" || fail "the stand-in command table"
+
 args=("${host_nix_args[@]}" --arg craneHooks "$work/hooks")
 out="$repo/out/crane-real"
 rm -rf "$out"
@@ -110,6 +113,19 @@ build gateway-bolt-profile "stage bolt-profile: done"
 build gateway-pgo-bolt "stage gateway-pgo-bolt: done"
 build checks.pgo-proof
 build checks.closure
+
+# Same commands, same bytes: the instrumented gateway built with the stand-in's hooks (tier c
+# builds it; here it is built or taken from the store) must be the one crane's hooks built.
+nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" -A gateway-instrumented \
+  -o "$out/result-standin-gateway-instrumented" >"$out/standin-gateway-instrumented.log" 2>&1 || {
+  tail -n 30 "$out/standin-gateway-instrumented.log"
+  fail "gateway-instrumented did not build with the stand-in's hooks"
+}
+ours=$(sha256sum <"$out/result-standin-gateway-instrumented/bin/gateway" | cut -d' ' -f1)
+theirs=$(sha256sum <"$out/result-gateway-instrumented/bin/gateway" | cut -d' ' -f1)
+[ "$ours" = "$theirs" ] ||
+  fail "gateway-instrumented differs: $theirs with crane's hooks, $ours with the stand-in's"
+echo "  ok: gateway-instrumented is the same bytes with crane's hooks and the stand-in's (${ours:0:16})"
 
 r="$out/result-gateway-pgo-bolt"
 "$r/bin/gateway" --version >/dev/null || fail "the PGO+BOLT gateway does not run"

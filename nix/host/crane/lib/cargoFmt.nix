@@ -18,7 +18,10 @@ mkCargoDerivation (
     cargoVendorDir = null;
     pnameSuffix = "-fmt";
     buildPhaseCargoCommand = "cargo fmt ${cargoExtraArgs} -- --check ${rustFmtExtraArgs}";
-    # Nothing to archive, but crane's install hook still wants a target dir.
-    preInstall = "mkdir -p \${CARGO_TARGET_DIR:-target}";
+    # Nothing to archive, but the install hook archives a target dir: crane's extra phase.
+    preInstallPhases = [ "ensureTargetDir" ] ++ (args.preInstallPhases or [ ]);
+    ensureTargetDir = ''
+      mkdir -p ''${CARGO_TARGET_DIR:-target}
+    '';
   }
 )

@@ -24,7 +24,11 @@ mkCargoDerivation (
     checkPhaseCargoCommand = "cargoWithProfile test ${cargoExtraArgs} ${cargoTestExtraArgs}";
     preConfigure = ''
       if [[ -z "''${doCheck:-}" ]]; then
-        echo 'cargoTest: doCheck is not set, cargo tests will not run!'
+        echo '###################################################'
+        echo '##                                               ##'
+        echo '## doCheck is not set, cargo tests will not run! ##'
+        echo '##                                               ##'
+        echo '###################################################'
       fi
     ''
     + (args.preConfigure or "");
