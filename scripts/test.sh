@@ -4,7 +4,8 @@
 # valgrind, node/npm, python3 and .venv-sdk (see .ci/run for the install lines).
 #
 # Tiers (each fails the run):
-#   lint        cargo fmt --check, clippy -D warnings (the workspace and examples/textsearch)
+#   lint        cargo fmt --check, clippy -D warnings (the workspace and examples/textsearch),
+#               the layering of gateway/src (gateway/src/layering.rs)
 #   cargo-test  unit + integration tests of gateway and trainer (real gateway processes
 #               against the mock upstream, fail-closed stage tests, a short real bench run)
 #   sdk         the official openai and anthropic Python SDKs (pinned, tests/sdk/requirements.txt,
@@ -53,6 +54,8 @@ example=(--manifest-path examples/textsearch/Cargo.toml)
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  # gateway/src is a stack: no module imports one above it, no import cycle.
+  cargo test -q -p gateway --lib --locked layering
   cargo fmt "${example[@]}" -- --check
   cargo clippy "${example[@]}" --all-targets --locked -- -D warnings
 }

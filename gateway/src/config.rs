@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::dialect::Provider;
+
 /// Where a configuration error was found, and what is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -26,21 +28,6 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-}
-
-/// The upstream API a target speaks. A client dialect the provider does not speak is
-/// translated (see `crate::translate` and TRANSLATION.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum Provider {
-    /// OpenAI: serves `/v1/chat/completions` and `/v1/responses`.
-    #[serde(rename = "openai")]
-    Openai,
-    /// Anthropic: serves `/v1/messages`.
-    #[serde(rename = "anthropic")]
-    Anthropic,
-    /// A server that speaks only OpenAI chat completions (vLLM, Ollama, llama.cpp, Groq).
-    #[serde(rename = "openai-compatible")]
-    OpenaiCompatible,
 }
 
 /// Knobs of the translation between dialects (`[translation]`).
@@ -90,7 +77,7 @@ pub struct Model {
     pub targets: Vec<Target>,
     pub rate_limit: Option<RateLimit>,
     /// Client headers forwarded to this model's targets on top of the fixed allow-list
-    /// (`crate::proxy::headers`). Credentials, framing and hop-by-hop headers are refused.
+    /// (`crate::headers`). Credentials, framing and hop-by-hop headers are refused.
     #[serde(default)]
     pub forward_headers: Vec<String>,
     /// Overrides `translation.default_max_tokens` for this model.
@@ -352,12 +339,12 @@ impl Config {
                 ));
             }
             for (j, h) in m.forward_headers.iter().enumerate() {
-                crate::proxy::headers::check_extra_forward(h)
+                crate::headers::check_extra_forward(h)
                     .map_err(|msg| invalid(format!("{at}.forward_headers[{j}]"), msg))?;
             }
             for (j, t) in m.targets.iter().enumerate() {
                 let at = format!("{at}.targets[{j}]");
-                if let Err(msg) = crate::proxy::UpstreamUrl::parse(&t.base_url) {
+                if let Err(msg) = crate::upstream_url::UpstreamUrl::parse(&t.base_url) {
                     return Err(invalid(format!("{at}.base_url"), msg));
                 }
                 if t.model.is_empty() {
@@ -445,7 +432,7 @@ fn check_env_var(var: &str) -> Result<(), String> {
 /// The upstream key must become a header value; the message never quotes the key.
 fn check_upstream_key(var: &str, provider: Provider) -> Result<(), String> {
     let key = env_secret(var)?;
-    crate::state::upstream_auth(provider, &key)
+    crate::headers::upstream_auth(provider, &key)
         .map(|_| ())
         .map_err(|_| {
             format!("the key in environment variable {var} is not a valid HTTP header value")

@@ -1,6 +1,22 @@
 //! The three client dialects and the routes that speak them.
 
-use crate::config::Provider;
+use serde::Deserialize;
+
+/// The upstream API a target speaks. A client dialect the provider does not speak is
+/// translated (see `crate::translate` and TRANSLATION.md). Configured per target
+/// (`[[models.targets]] provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Provider {
+    /// OpenAI: serves `/v1/chat/completions` and `/v1/responses`.
+    #[serde(rename = "openai")]
+    Openai,
+    /// Anthropic: serves `/v1/messages`.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// A server that speaks only OpenAI chat completions (vLLM, Ollama, llama.cpp, Groq).
+    #[serde(rename = "openai-compatible")]
+    OpenaiCompatible,
+}
 
 /// A client-facing API dialect, fixed by the request path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -8,12 +8,17 @@
 pub mod access_log;
 pub mod auth;
 pub mod body;
+pub mod buffer;
 pub mod cli;
+pub mod client;
 pub mod completion;
 pub mod config;
 pub mod conn;
 pub mod dialect;
 pub mod error;
+pub mod headers;
+#[cfg(test)]
+mod layering;
 pub mod metrics;
 pub mod proxy;
 pub mod ratelimit;
@@ -22,4 +27,5 @@ pub mod server;
 pub mod sse;
 pub mod state;
 pub mod translate;
+pub mod upstream_url;
 pub mod usage;

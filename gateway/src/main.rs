@@ -5,8 +5,8 @@ use clap::Parser;
 
 use gateway::cli::Cli;
 use gateway::config::{self, Config};
-use gateway::proxy::client::redact_userinfo;
 use gateway::server::{self, Listeners, Signals};
+use gateway::upstream_url::redact_userinfo;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

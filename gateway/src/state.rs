@@ -10,12 +10,14 @@ use http::{HeaderName, HeaderValue, Uri};
 
 use crate::access_log::AccessLog;
 use crate::auth::Keys;
-use crate::config::{Config, Provider};
-use crate::dialect::Dialect;
+use crate::buffer::BufferBudget;
+use crate::client::{self, UpstreamClient};
+use crate::config::Config;
+use crate::dialect::{Dialect, Provider};
+use crate::headers::upstream_auth;
 use crate::metrics::Metrics;
-use crate::proxy::buffer::BufferBudget;
-use crate::proxy::client::{self, UpstreamClient, UpstreamUrl};
 use crate::ratelimit::Limiter;
+use crate::upstream_url::UpstreamUrl;
 
 /// One upstream target for one dialect, with everything precomputed.
 pub struct Target {
@@ -85,26 +87,6 @@ pub struct Gateway {
     request_ids: RequestIds,
 }
 
-/// An upstream key that cannot be sent as a header value (control bytes and the like).
-#[derive(Debug, thiserror::Error)]
-#[error("the upstream key is not a valid HTTP header value")]
-pub struct InvalidUpstreamKey;
-
-/// The header carrying an upstream key for `provider`, marked sensitive (never logged by
-/// hyper, kept out of HPACK tables). Fails if the key is not a valid header value.
-pub fn upstream_auth(
-    provider: Provider,
-    key: &str,
-) -> Result<(HeaderName, HeaderValue), InvalidUpstreamKey> {
-    let (name, value) = match provider {
-        Provider::Openai | Provider::OpenaiCompatible => ("authorization", format!("Bearer {key}")),
-        Provider::Anthropic => ("x-api-key", key.to_owned()),
-    };
-    let mut value = HeaderValue::try_from(value).map_err(|_| InvalidUpstreamKey)?;
-    value.set_sensitive(true);
-    Ok((HeaderName::from_static(name), value))
-}
-
 impl Gateway {
     /// Compiles a validated config. Fails only on what validation cannot see (a CA file that
     /// does not parse, a key whose env var vanished).
@@ -166,7 +148,7 @@ impl Gateway {
                 forward_headers: m
                     .forward_headers
                     .iter()
-                    .map(|h| crate::proxy::headers::check_extra_forward(h))
+                    .map(|h| crate::headers::check_extra_forward(h))
                     .collect::<Result<_, _>>()?,
             });
         }

@@ -1,10 +1,7 @@
 //! Proxying an API request: authenticate, read the few fields needed, apply limits, forward
 //! to the model's targets in failover order, and pass the answer back.
 
-pub mod buffer;
-pub mod client;
 mod encoding;
-pub mod headers;
 pub mod request;
 mod stream;
 mod translated;
@@ -17,17 +14,16 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
-pub use client::UpstreamUrl;
-
 use crate::auth::AuthOutcome;
 use crate::body::{full, GatewayBody};
+use crate::buffer::{self, BufferError, BufferedBody};
 use crate::completion::Completion;
 use crate::dialect::Dialect;
 use crate::error::{ApiError, ErrorKind};
+use crate::headers;
 use crate::metrics::UpstreamErrorKind;
 use crate::state::Target;
 use crate::translate::{self, hub, TranslateError};
-use buffer::{BufferError, BufferedBody};
 use stream::AccountedStream;
 use translated::TranslatedStream;
 
@@ -297,12 +293,13 @@ fn upstream_request(
     *req.uri_mut() = target.uri.clone();
     let h = req.headers_mut();
     headers::forward(h, client_headers, extra_headers);
-    if target.translates(dialect) && target.provider != crate::config::Provider::Anthropic {
+    if target.translates(dialect) && target.provider != crate::dialect::Provider::Anthropic {
         // An Anthropic client's version and beta headers mean nothing to an OpenAI API.
         h.remove("anthropic-version");
         h.remove("anthropic-beta");
     }
-    if target.provider == crate::config::Provider::Anthropic && !h.contains_key("anthropic-version")
+    if target.provider == crate::dialect::Provider::Anthropic
+        && !h.contains_key("anthropic-version")
     {
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
     }

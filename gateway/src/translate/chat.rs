@@ -11,7 +11,7 @@ use super::json::{
     up_str, up_u64,
 };
 use super::{TargetInfo, TranslateError, UpstreamShapeError};
-use crate::config::Provider;
+use crate::dialect::Provider;
 
 /// Fields accepted and ignored: they tune storage, billing or routing on OpenAI's side and
 /// cannot change the answer's content (TRANSLATION.md).

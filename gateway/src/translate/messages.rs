@@ -474,7 +474,7 @@ fn tool_input(arguments: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Provider;
+    use crate::dialect::Provider;
 
     const API: &str = "OpenAI chat completions";
 

@@ -22,8 +22,8 @@ pub mod stream;
 
 use bytes::Bytes;
 
-use crate::config::Provider;
 use crate::dialect::Dialect;
+use crate::dialect::Provider;
 
 /// A client request that cannot be translated: answered with a 400 in the client's dialect.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,0 +1,64 @@
+//! The pooled upstream HTTP(S) client (compiled state: built once from `[upstream]`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use crate::config::Upstream;
+
+pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Builds the client: keep-alive pool, TCP_NODELAY (Nagle + delayed ACK would add ~40 ms),
+/// connect timeout, and rustls with the webpki roots plus an optional extra CA file.
+pub fn build(cfg: &Upstream) -> Result<UpstreamClient, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = &cfg.extra_ca_file {
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
+        let mut added = 0;
+        for cert in rustls_pemfile::certs(&mut &pem[..]) {
+            let cert =
+                cert.map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(format!(
+                "upstream.extra_ca_file {}: no PEM certificates found",
+                path.display()
+            ));
+        }
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("TLS set-up: {e}"))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(Duration::from_millis(cfg.connect_timeout_ms)));
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_max_idle_per_host(cfg.pool_max_idle_per_host)
+        .build(https))
+}
