@@ -42,7 +42,7 @@
 #                   absolute path (never looked up on PATH).
 #   workload        absolute path of the workload: an executable that gets the binary to
 #                   exercise as its only argument and exits 0 when it exercised it (the
-#                   contract: ./stages/workload.sh; README "The workload contract"). The
+#                   contract: ./stages/workload.sh; docs/chain.md "The workload contract"). The
 #                   profile stages run it on the instrumented binaries and own everything else:
 #                   profile files, floors, merging, manifests.
 #   minProfiles     fewest profile files one workload run must leave: one per process of the

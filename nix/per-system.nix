@@ -26,7 +26,7 @@ let
 
   # The gateway's chain, by default trained on the repo's shapes/. `args` (flake.nix
   # lib.gatewayChain) may give `shapes`, the user's own shapes directory to train on and to
-  # hold out (README "Training on your own traffic"), and/or { profile, boltProfile }
+  # hold out (docs/chain.md "Training on your own traffic"), and/or { profile, boltProfile }
   # (lib.publishedProfiles): a release's published profiles instead of training.
   gatewayChain =
     args:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command (README "Testing"; .ci/run calls it). Runs every tier in order
+# The project's test command (docs/testing.md; .ci/run calls it). Runs every tier in order
 # and prints each tier's duration. Needs: cargo, llvm-22, bolt-22, libbolt-22-dev, nix-bin,
 # valgrind, node/npm, python3 and .venv-sdk (see .ci/run for the install lines).
 #
@@ -28,7 +28,7 @@
 #   crane-real  (nix/tests/crane-real.sh) the whole chain built through nix/crane.nix with
 #               crane's OWN setup hooks from a crane snapshot (CRANE_SRC; CI cannot fetch
 #               crane, so it skips, saying so, when CRANE_SRC is unset), the stand-in's
-#               fidelity cases with those hooks, and the README's stand-in command table
+#               fidelity cases with those hooks, and the stand-in command table (docs/testing.md)
 #               against crane's files. ~15 min. Required on the final commit of any change
 #               to the chain (nix/, flake.nix, the stage scripts).
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Verifies a release: rebuilds gateway-pgo and gateway-pgo-bolt from a checkout of the
 # release's source and the profiles published with it (no training), and compares the
-# rebuilt binaries with the released one, bit for bit (README "Verifiable releases").
+# rebuilt binaries with the released one, bit for bit (docs/releases.md "Verifiable releases").
 #
 # Usage: scripts/verify-release.sh [--builder flake|host] RELEASE_DIR [CHECKOUT]
 #   RELEASE_DIR  the release's files for one system, as published:

@@ -7,7 +7,7 @@
 #   runStage  the builder's runStage (../crane.nix)
 #   trainer   the trainer package (bin/trainer)
 #   shapes    the shapes directory (*.toml + bodies/): the repo's shapes/, or the user's own
-#             (README "Training on your own traffic"); a path or a store path
+#             (docs/chain.md "Training on your own traffic"); a path or a store path
 #   valgrind  absolute path of valgrind (the holdout gate counts instructions)
 #   workload  null: `trainer workload` over `shapes` (./workload.nix); else the path of a
 #             stand-in executable (tier d's failing workloads)

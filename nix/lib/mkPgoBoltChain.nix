@@ -1,6 +1,6 @@
 # lib.mkPgoBoltChain: the PGO + BOLT chain (../chain.nix) for any cargo binary, built with crane.
 # The caller names the binary and supplies a workload; the chain owns profile collection,
-# merging, the gates and the proofs (README "lib.mkPgoBoltChain").
+# merging, the gates and the proofs (docs/chain.md "lib.mkPgoBoltChain").
 #
 # Applied to the flake's crane and fenix inputs; then called with:
 #   pkgs                nixpkgs of the build system (required)

@@ -1,5 +1,5 @@
 # lib.publishedProfiles: a release's published profiles as the chain's `profile` and
-# `boltProfile` directories, so a build uses them instead of training (README "Verifiable
+# `boltProfile` directories, so a build uses them instead of training (docs/releases.md "Verifiable
 # releases"). Each file is a path: a fixed-output fetch (`pkgs.fetchurl { url; hash; }`) of
 # the file published next to the release tarball, or a local file.
 #

@@ -11,7 +11,7 @@
 # patched): its sha256 is the bolt-proof's output_sha256.
 #
 # Next to the tarball it publishes the evidence of the two training runs, the only steps of
-# the chain that are not reproducible (README "Verifiable releases"): <name>.profdata and
+# the chain that are not reproducible (docs/releases.md "Verifiable releases"): <name>.profdata and
 # <name>.fdata with their manifests (<name>.profdata.manifest.json, <name>.fdata.manifest.json),
 # each with a .sha256, and records their sums in release.json. They must be the very files
 # the binary was built with: the profile's and its manifest's sha256 must equal pgo-proof's,
@@ -78,10 +78,10 @@ cp "$GATEWAY/share/$BIN_NAME/pgo-proof.json" "$GATEWAY/share/$BIN_NAME/bolt-proo
 cp "$LICENSE_FILE" "$stage/LICENSE"
 cp "$EXAMPLE_CONFIG" "$stage/gateway.example.toml"
 # The ELF interpreter is recorded because a Nix-built binary names the nixpkgs glibc loader by
-# its store path: users of the tarball outside Nix need to know (README "Releases").
+# its store path: users of the tarball outside Nix need to know (docs/releases.md).
 interp=$("$READELF" -lW "$stage/bin/$BIN_NAME" | sed -nE 's/.*Requesting program interpreter: ([^]]*)\]/\1/p')
 # ... and the newest glibc symbol version it needs: the floor for running it with the host's
-# loader instead (README "Releases").
+# loader instead (docs/releases.md).
 glibc_min=$("$READELF" -W -V "$stage/bin/$BIN_NAME" | sed -n '/Version needs section/,$p' |
   grep -oE 'GLIBC_[0-9]+(\.[0-9]+)*' | sed 's/^GLIBC_//' | sort -uV | tail -n1)
 needed=$("$READELF" -dW "$stage/bin/$BIN_NAME" | sed -nE 's/.*\(NEEDED\).*\[(.*)\]/\1/p' | paste -sd ' ' -)

@@ -55,7 +55,7 @@ done
 if grep -l '@[A-Za-z]*@' "$work"/hooks/*.sh; then fail "an @placeholder@ is left in crane's hooks"; fi
 echo "  (crane's lib/*.nix are not used: the stand-in's nix/host/crane/lib builds the same phases)"
 
-echo "crane-real: the README's stand-in command table, crane's column"
+echo "crane-real: the stand-in command table (docs/testing.md), crane's column"
 "$repo/nix/tests/standin-commands.sh" "$CRANE_SRC" || fail "the stand-in command table"
 
 args=("${host_nix_args[@]}" --arg craneHooks "$work/hooks")

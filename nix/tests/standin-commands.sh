@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The crane stand-in's command table (README, "The crane stand-in") holds: each row names a
+# The crane stand-in's command table (docs/testing.md, "The crane stand-in") holds: each row names a
 # command and the line of the stand-in and of crane (at the pin) that runs it; this checks
 # that the named line of each file contains the command, verbatim. Tier a checks the stand-in
 # column; with CRANE_SRC (crane's source tree at the pin) the crane column too (crane-real).
@@ -13,9 +13,9 @@ fail() {
   echo "standin-commands: FAIL: $*" >&2
   exit 1
 }
-rows=$(sed -n '/<!-- standin-commands: begin/,/<!-- standin-commands: end/p' "$repo/README.md" |
+rows=$(sed -n '/<!-- standin-commands: begin/,/<!-- standin-commands: end/p' "$repo/docs/testing.md" |
   grep -E '^\| ' | tail -n +3) || true
-[ -n "$rows" ] || fail "README has no stand-in command table between the standin-commands markers"
+[ -n "$rows" ] || fail "docs/testing.md has no stand-in command table between the standin-commands markers"
 
 # check WHAT ROOT FILE:LINE COMMAND [SED]: line LINE of ROOT/FILE contains COMMAND.
 check() {

@@ -72,6 +72,6 @@ if command -v shellcheck >/dev/null; then
 else
   echo "  ok: bash -n (shellcheck not installed)"
 fi
-echo "== the crane stand-in runs crane's commands (README table, stand-in column)"
+echo "== the crane stand-in runs crane's commands (docs/testing.md table, stand-in column)"
 "$repo/nix/tests/standin-commands.sh" || fail "the stand-in command table"
 echo "tier a: PASS in $(($(date +%s) - t0)) s"

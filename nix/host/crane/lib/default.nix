@@ -1,9 +1,9 @@
 # A crane stand-in that builds: the subset of crane's API that nix/crane.nix calls, with
 # crane's build-time behaviour, so CI runs nix/crane.nix's own shell (crane itself cannot be
 # fetched here). Every command its hooks and phases run is the command crane runs at the pinned
-# revision (2c71e19), same program and arguments: README "The crane stand-in" lists each with
-# both files and lines (tier a checks ours, `scripts/test.sh crane-real` crane's), and
-# crane-real swaps in crane's own setup hooks to build the whole chain with them.
+# revision (2c71e19), same program and arguments: docs/testing.md "The crane stand-in" lists
+# each with both files and lines (tier a checks ours, `scripts/test.sh crane-real` crane's),
+# and crane-real swaps in crane's own setup hooks to build the whole chain with them.
 #
 # What it models, because our build depends on it:
 #   - mkCargoDerivation's phases: buildPhase = preBuild hooks, buildPhaseCargoCommand,
