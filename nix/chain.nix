@@ -203,7 +203,7 @@ let
 
   pgoBolt = runStage "${binName}-pgo-bolt" {
     STAGE_COMMON = common;
-    GATEWAY_BIN = "${pgo}/bin/${binName}";
+    PGO_BIN = "${pgo}/bin/${binName}";
     PGO_PROOF = "${pgo}/share/${binName}/pgo-proof.json";
     FDATA = "${boltProfileDir}/${binName}.fdata";
     FDATA_MANIFEST = "${boltProfileDir}/manifest.json";

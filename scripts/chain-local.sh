@@ -98,20 +98,20 @@ cargo_stage gateway-pgo "$pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo
 # The gate, with every input on its command line, as in the Nix chain (nix/chain.nix).
 env CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log" PROFILE_DIR="$outdir/gateway-profile" \
   PROOF_OUT="$outdir/gateway-pgo/share/gateway/pgo-proof.json" RUSTFLAGS="$pgo_flags" \
-  TARGET="$host_triple" bash "$stages/pgo-gate.sh" || {
+  TARGET="$host_triple" BIN_NAME=gateway bash "$stages/pgo-gate.sh" || {
   rm -rf "${outdir:?}/gateway-pgo"
   exit 1
 }
 
 run_stage gateway-bolt-profile bolt-profile.sh BIN="$outdir/gateway-pgo/bin/gateway" \
   MIN_FDATA_BYTES=16384
-run_stage gateway-pgo-bolt bolt-optimize.sh GATEWAY_BIN="$outdir/gateway-pgo/bin/gateway" \
+run_stage gateway-pgo-bolt bolt-optimize.sh PGO_BIN="$outdir/gateway-pgo/bin/gateway" \
   PGO_PROOF="$outdir/gateway-pgo/share/gateway/pgo-proof.json" \
   FDATA="$outdir/gateway-bolt-profile/gateway.fdata" \
   FDATA_MANIFEST="$outdir/gateway-bolt-profile/manifest.json" BIN_NAME=gateway \
   BOLT_FLAGS="-reorder-blocks=ext-tsp -reorder-functions=cdsort -split-functions -split-all-cold -split-eh -icf=all -dyno-stats"
 STAGE_NAME=check-pgo-proof RESULT="$outdir/gateway-pgo-bolt" PROFILE_DIR="$outdir/gateway-profile" \
-  BOLT_PROFILE="$outdir/gateway-bolt-profile" bash "$stages/check-proofs.sh"
+  BOLT_PROFILE="$outdir/gateway-bolt-profile" BIN_NAME=gateway bash "$stages/check-proofs.sh"
 
 echo
 echo "plain:            $outdir/gateway/bin/gateway"

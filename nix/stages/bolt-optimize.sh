@@ -5,23 +5,24 @@
 #
 # Environment:
 #   STAGE_COMMON  path of common.sh
-#   GATEWAY_BIN   the PGO binary (--emit-relocs, symbols kept)
+#   PGO_BIN       the PGO binary (--emit-relocs, symbols kept)
 #   PGO_PROOF     its pgo-proof.json, carried into the output
 #   FDATA         the merged <BIN_NAME>.fdata
-#   FDATA_MANIFEST  its manifest.json: its pgo_bin_sha256 must be GATEWAY_BIN's sha256
+#   FDATA_MANIFEST  its manifest.json: its pgo_bin_sha256 must be PGO_BIN's sha256
 #   LLVM_BOLT     absolute path of llvm-bolt
 #   READELF       absolute path of readelf
 #   BOLT_FLAGS    the optimization flags (see chain.nix; never -use-gnu-stack: it drops
 #                 GNU_STACK and the tokio thread stacks become executable)
-#   BIN_NAME      installed name (default gateway)
+#   BIN_NAME      the binary's name (bin/<BIN_NAME>; the stage is <BIN_NAME>-pgo-bolt)
 #   OUT_DIR       install prefix (defaults to $out): bin/, share/<BIN_NAME>/
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
-STAGE_NAME=${STAGE_NAME:-gateway-pgo-bolt}
+STAGE_NAME=${STAGE_NAME:-${BIN_NAME:-?}-pgo-bolt}
 stage_start
 
-need_exe GATEWAY_BIN "${GATEWAY_BIN:-}"
+need_var BIN_NAME
+need_exe PGO_BIN "${PGO_BIN:-}"
 need_exe LLVM_BOLT "${LLVM_BOLT:-}"
 need_exe READELF "${READELF:-}"
 nonempty "${FDATA:-/nonexistent}" "BOLT profile (.fdata)"
@@ -29,7 +30,7 @@ nonempty "${PGO_PROOF:-/nonexistent}" "pgo-proof.json"
 nonempty "${FDATA_MANIFEST:-/nonexistent}" "BOLT profile manifest"
 # A BOLT profile fits only the binary it was trained on: one from a cache or a release,
 # applied to another PGO build, would lay out the wrong code (llvm-bolt only warns).
-input_sha=$(sha256_of "$GATEWAY_BIN")
+input_sha=$(sha256_of "$PGO_BIN")
 trained_sha=$(sed -nE 's/^ *"pgo_bin_sha256": "([0-9a-f]{64})".*/\1/p' "$FDATA_MANIFEST" | head -n1)
 [ -n "$trained_sha" ] || die "the BOLT profile's manifest names no pgo_bin_sha256 (the binary it was trained on)"
 [ "$trained_sha" = "$input_sha" ] ||
@@ -38,14 +39,13 @@ need_var BOLT_FLAGS
 case " $BOLT_FLAGS " in
   *" -use-gnu-stack "*) die "-use-gnu-stack makes the thread stacks executable" ;;
 esac
-BIN_NAME=${BIN_NAME:-gateway}
 OUT_DIR=${OUT_DIR:-${out:-}}
 need_var OUT_DIR
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bolt.XXXXXX")
 # Copy input and profile into the build dir: .note.bolt_info records the whole command line,
 # and a store path in it would become a runtime reference of the output.
-cp "$GATEWAY_BIN" "$work/$BIN_NAME"
+cp "$PGO_BIN" "$work/$BIN_NAME"
 cp "$FDATA" "$work/$BIN_NAME.fdata"
 chmod u+w "$work/$BIN_NAME" "$work/$BIN_NAME.fdata"
 # shellcheck disable=SC2086 # BOLT_FLAGS is a word list by design

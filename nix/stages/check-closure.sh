@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Check `closure`: the runtime closure of gateway-pgo-bolt holds no profile, no instrumented
+# Check `closure`: the runtime closure of <BIN_NAME>-pgo-bolt holds no profile, no instrumented
 # build, no trainer and no intermediate binary. The closure comes from Nix itself
 # (exportReferencesGraph), so a stray reference (a store path in a proof, in .note.bolt_info,
 # in an rpath) shows here even if nothing else noticed it.
@@ -9,7 +9,7 @@
 #   GRAPH         the exportReferencesGraph file of the result
 #   RESULT        the result's store path (itself allowed)
 #   FORBIDDEN     space-separated store paths that must not be in the closure
-#   BIN_NAME      the optimized binary's name (default gateway): names the intermediates
+#   BIN_NAME      the optimized binary's name: names the intermediates
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
@@ -29,7 +29,8 @@ for p in ${FORBIDDEN:-}; do
   fi
 done
 # By name too, for intermediates the caller did not list (a profile or trainer of another build).
-b=${BIN_NAME:-gateway}
+need_var BIN_NAME
+b=$BIN_NAME
 bad=$(printf '%s\n' "$closure" | grep -v -xF "$RESULT" |
   grep -E -- "-($b|$b-profile|$b-instrumented|$b-bolt-profile|$b-pgo|trainer)(-deps)?(-[0-9][^/]*)?\$|\.(profdata|profraw|fdata)\$" ||
   true)

@@ -4,11 +4,11 @@
 #
 # Environment:
 #   STAGE_COMMON  path of common.sh
-#   RESULT        the gateway-pgo-bolt output (bin/, share/gateway/)
+#   RESULT        the <BIN_NAME>-pgo-bolt output (bin/, share/<BIN_NAME>/)
 #   PROFILE_DIR   the profile stage's output (<BIN_NAME>.profdata)
 #   BOLT_PROFILE  the BOLT profile stage's output (<BIN_NAME>.fdata)
 #   READELF       absolute path of readelf
-#   BIN_NAME      the optimized binary (default gateway)
+#   BIN_NAME      the optimized binary
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
@@ -19,7 +19,7 @@ need_var PROFILE_DIR
 need_var BOLT_PROFILE
 need_exe READELF "${READELF:-}"
 
-BIN_NAME=${BIN_NAME:-gateway}
+need_var BIN_NAME
 pgo="$RESULT/share/$BIN_NAME/pgo-proof.json"
 bolt="$RESULT/share/$BIN_NAME/bolt-proof.json"
 bin="$RESULT/bin/$BIN_NAME"

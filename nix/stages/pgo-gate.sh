@@ -13,7 +13,7 @@
 #   STAGE_COMMON          path of common.sh
 #   CARGO_STDERR_LOG      cargo's stderr of the PGO build (nix/stages/cargo-build.sh keeps it)
 #   PROFILE_DIR           output of the profile stage (<BIN_NAME>.profdata, manifest.json)
-#   BIN_NAME              the binary (default gateway): names the profile and the proof's stage
+#   BIN_NAME              the binary: names the profile and the proof's stage
 #   RUSTFLAGS             the flags the build used (recorded, store hashes scrubbed)
 #   TARGET                the target triple the build used (recorded)
 #   PROOF_OUT             where to write pgo-proof.json
@@ -38,7 +38,7 @@ need_var PROFILE_DIR
 need_var PROOF_OUT
 need_exe LLVM_PROFDATA "${LLVM_PROFDATA:-}"
 log=$CARGO_STDERR_LOG
-BIN_NAME=${BIN_NAME:-gateway}
+need_var BIN_NAME
 profile="$PROFILE_DIR/$BIN_NAME.profdata"
 manifest="$PROFILE_DIR/manifest.json"
 nonempty "$profile" "profile"

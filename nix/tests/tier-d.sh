@@ -75,7 +75,7 @@ echo 'warning: /nix/store/x/gateway.profdata: invalid instrumentation profile da
 # pgo_gate NAME LOG PROFILE_DIR [RUSTFLAGS]: run nix/stages/pgo-gate.sh as the PGO build does.
 pgo_gate() {
   rm -f "$gate_dir/$1.json"
-  env STAGE_COMMON="$repo/nix/stages/common.sh" CARGO_STDERR_LOG="$gate_dir/$2" PROFILE_DIR="$3" \
+  env STAGE_COMMON="$repo/nix/stages/common.sh" CARGO_STDERR_LOG="$gate_dir/$2" PROFILE_DIR="$3" BIN_NAME=gateway \
     PROOF_OUT="$gate_dir/$1.json" LLVM_PROFDATA="${PROFDATA_TOOL:-$LLVM_BIN/llvm-profdata}" \
     RUSTFLAGS="${4:--Cprofile-use=$3/gateway.profdata -Clink-args=-Wl,--emit-relocs}" \
     bash "$repo/nix/stages/pgo-gate.sh" >"$gate_dir/$1.out" 2>&1
@@ -176,7 +176,7 @@ echo '1 main 0 1 main 4 0 1' >"$gate_dir/t.fdata"
 bolt_gate() {
   local trained=${4-$(sha256sum "$3" | cut -d' ' -f1)}
   printf '{\n  "pgo_bin_sha256": "%s",\n  "kind": "bolt"\n}\n' "$trained" >"$gate_dir/t-$1.manifest.json"
-  env STAGE_COMMON="$repo/nix/stages/common.sh" GATEWAY_BIN="$3" PGO_PROOF="$gate_dir/good.json" \
+  env STAGE_COMMON="$repo/nix/stages/common.sh" PGO_BIN="$3" PGO_PROOF="$gate_dir/good.json" \
     FDATA="$gate_dir/t.fdata" FDATA_MANIFEST="$gate_dir/t-$1.manifest.json" \
     LLVM_BOLT="$LLVM_BIN/llvm-bolt" READELF="$(command -v readelf)" \
     BOLT_FLAGS="$2" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
