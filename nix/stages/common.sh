@@ -42,7 +42,7 @@ bytes_of() {
 
 # scrub_store STRING: replace the hash part of store paths so a proof file copied into an
 # output creates no runtime reference (Nix scans outputs for store hashes: a proof naming the
-# profile's store path would drag the profile into the closure of the optimized binary).
+# profile's store path would drag the profile into the closure of gateway-pgo-bolt).
 scrub_store() {
   printf '%s' "$1" | sed -E 's#/nix/store/[0-9a-z]{32}-#/nix/store/<hash>-#g'
 }
