@@ -140,7 +140,7 @@ expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" 'CARGO_STDERR_LOG="$NIX_BU
 expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "cargo-build.sh"
 expect gateway-pgo.CARGO_BUILD_TARGET "${w[pgoTarget]}" "x86_64-unknown-linux-gnu"
 expect gateway-pgo.dontStrip "${w[pgoDontStrip]}" "true"
-expect gateway-pgo.cargoArtifacts.RUSTFLAGS "${w[pgoDepsFlags]}" "${w[pgoFlags]}"
+expect "gateway-pgo deps' PGO_RUSTFLAGS (the binary's)" "${w[pgoDepsFlags]}" "${w[pgoFlags]}"
 expect gateway.RUSTFLAGS "${w[plainFlags]}" "[]"
 expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
 expect gateway-profile.BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
