@@ -36,7 +36,7 @@
       mkPgoBoltChain = import ./nix/lib/mkPgoBoltChain.nix { inherit crane fenix; };
       perSystem = forAllSystems (
         system:
-        import ./nix/per-system.nix {
+        import ./nix/gateway/per-system.nix {
           inherit
             self
             nixpkgs

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The dilution check's binary: the chain's instrumented gateway trained on the benchmarked
 # shape (chat-nonstream-minimal) alone, then built with the same PGO flags as
-# scripts/chain-local.sh's gateway-pgo stage, through the same stage scripts (nix/stages/).
+# scripts/chain-local.sh's gateway-pgo stage, through the same stage scripts (nix/lib/stages/).
 # Writes RESULTS/gateway-pgo-single/bin/gateway (published only on success).
 #
 # Usage: scripts/bench-dilution.sh RESULTS INSTRUMENTED_GATEWAY
@@ -13,7 +13,7 @@ instrumented=$(realpath "${2:?instrumented gateway}")
 : "${TRAINER:?TRAINER must name a built trainer}"
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 target_base=${TARGET_BASE:-$results/chain-target}
-export STAGE_COMMON="$repo/nix/stages/common.sh" STAGE_WORKLOAD="$repo/nix/stages/workload.sh"
+export STAGE_COMMON="$repo/nix/lib/stages/common.sh" STAGE_WORKLOAD="$repo/nix/lib/stages/workload.sh"
 
 single_shapes="$results/shapes-single"
 rm -rf "$single_shapes" && mkdir -p "$single_shapes"
@@ -27,7 +27,7 @@ chmod +x "$results/workload-single"
 env STAGE_NAME=gateway-profile-single OUT_DIR="$results/profile-single.tmp" \
   WORKLOAD="$results/workload-single" BIN="$instrumented" BIN_NAME=gateway MIN_PROFILES=1 \
   MIN_PROFILE_BYTES=65536 LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" READELF="$(command -v readelf)" \
-  bash "$repo/nix/stages/pgo-profile.sh"
+  bash "$repo/nix/lib/stages/pgo-profile.sh"
 mv "$results/profile-single.tmp" "$results/profile-single"
 # Content-named, as chain-local.sh does: cargo fingerprints RUSTFLAGS, not the profile.
 sha=$(sha256sum "$results/profile-single/gateway.profdata" | cut -c1-16)

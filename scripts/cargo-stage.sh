@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One cargo release build outside Nix (scripts/chain-local.sh, scripts/bench-dilution.sh):
-# nix/stages/cargo-build.sh, the same cargo invocation the Nix chain runs, in a persistent
+# nix/lib/stages/cargo-build.sh, the same cargo invocation the Nix chain runs, in a persistent
 # target dir, then the binary copied to OUT_DIR/bin. Fails closed: nothing in OUT_DIR unless
 # the build succeeded.
 #
@@ -14,8 +14,8 @@
 #   CARGO_STDERR_LOG   optional; where cargo's stderr is kept (the PGO gate reads it)
 #   RUSTFLAGS, CARGO_BUILD_TARGET, CARGO_PROFILE_RELEASE_*  as cargo reads them
 set -euo pipefail
-stages=$(cd "$(dirname "$0")/../nix/stages" && pwd)
-# shellcheck source=../nix/stages/common.sh
+stages=$(cd "$(dirname "$0")/../nix/lib/stages" && pwd)
+# shellcheck source=../nix/lib/stages/common.sh
 . "$stages/common.sh"
 need_var SRC
 need_var OUT_DIR

@@ -2,7 +2,7 @@
 # The whole PGO + BOLT chain WITHOUT Nix, with host tools (host rustc/cargo, Debian's
 # llvm-22, bolt-22, libbolt-22-dev): plain, instrumented, profile, PGO (--emit-relocs),
 # BOLT instrument + profile, PGO+BOLT, each binary copied out, proofs written and checked.
-# It runs the same stage scripts (nix/stages/*.sh) as the Nix chain.
+# It runs the same stage scripts (nix/lib/stages/*.sh) as the Nix chain.
 #
 # Usage: scripts/chain-local.sh [OUTDIR]        (default: ./out/chain-local)
 # Environment (all optional):
@@ -22,7 +22,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 outdir=${1:-$repo/out/chain-local}
 outdir=$(mkdir -p "$outdir" && cd "$outdir" && pwd)
-stages="$repo/nix/stages"
+stages="$repo/nix/lib/stages"
 export STAGE_COMMON="$stages/common.sh" STAGE_WORKLOAD="$stages/workload.sh"
 
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
@@ -47,7 +47,7 @@ fi
 timings="$outdir/stage-timings.txt"
 : >"$timings"
 # run_stage NAME SCRIPT [VAR=VALUE...]: one stage into OUTDIR/NAME, published on success.
-# SCRIPT is a path, or a name under nix/stages/.
+# SCRIPT is a path, or a name under nix/lib/stages/.
 run_stage() {
   local name=$1 script=$2 t0
   shift 2
@@ -95,7 +95,7 @@ mkdir -p "$outdir/profiles"
 cp "$outdir/gateway-profile/gateway.profdata" "$profile"
 pgo_flags="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs"
 cargo_stage gateway-pgo "$pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log"
-# The gate, with every input on its command line, as in the Nix chain (nix/chain.nix).
+# The gate, with every input on its command line, as in the Nix chain (nix/lib/chain.nix).
 env CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log" PROFILE_DIR="$outdir/gateway-profile" \
   PROOF_OUT="$outdir/gateway-pgo/share/gateway/pgo-proof.json" RUSTFLAGS="$pgo_flags" \
   TARGET="$host_triple" BIN_NAME=gateway bash "$stages/pgo-gate.sh" || {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The PGO + BOLT chain in the Nix sandbox with host tools (tier c, and the README's local
-# command on machines without a binary cache): the SAME nix/chain.nix and nix/crane.nix as
+# command on machines without a binary cache): the SAME nix/lib/chain.nix and nix/lib/builder.nix as
 # the flake (nix/host/chain.nix), on the crane stand-in and a stdenv stand-in that run the
 # same build phases with host rustc/cargo, Debian's llvm-22/bolt-22 and crates vendored
 # beforehand. Needs root (no daemon), Debian's nix-bin, llvm-22, bolt-22,

@@ -73,7 +73,7 @@ finish() {
   exit 0
 }
 
-# The proofs are flat JSON objects written by nix/stages/*.sh: one "key": value per line
+# The proofs are flat JSON objects written by nix/lib/stages/*.sh: one "key": value per line
 # (a key that appears twice is a failure of its own, checked below).
 json_raw() {
   grep -E "^[[:space:]]*\"$1\"[[:space:]]*:" "$2" | head -n1 |
@@ -135,7 +135,7 @@ for f in "$pgo" "$bolt"; do
   [ -z "$dups" ] || fail "$(basename "$f") repeats key(s) $dups"
 done
 
-# --- the PGO proof (nix/stages/pgo-gate.sh)
+# --- the PGO proof (nix/lib/stages/pgo-gate.sh)
 equals "pgo-proof stage" gateway-pgo "$(str "$pgo" stage)"
 v=$(str "$pgo" profile_sha256)
 if is_sha256 "$v"; then ok "profile_sha256 = $v"; else fail "pgo-proof.json: profile_sha256 is not a sha256: '$v'"; fi
@@ -166,7 +166,7 @@ flags=$(str "$pgo" rustflags)
 case "$flags" in *-Cprofile-use=*) ok "rustflags carry -Cprofile-use" ;; *) fail "pgo-proof.json: rustflags carry no -Cprofile-use: '$flags'" ;; esac
 case "$flags" in *--emit-relocs*) ok "rustflags carry --emit-relocs" ;; *) fail "pgo-proof.json: rustflags carry no --emit-relocs (BOLT needs them)" ;; esac
 
-# --- the BOLT proof (nix/stages/bolt-optimize.sh)
+# --- the BOLT proof (nix/lib/stages/bolt-optimize.sh)
 equals "bolt-proof stage" gateway-pgo-bolt "$(str "$bolt" stage)"
 at_least "$bolt" fdata_bytes "$min_fdata_bytes"
 at_least "$bolt" functions_with_profile "$min_bolt_funcs"

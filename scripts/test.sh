@@ -25,7 +25,7 @@
 #   chain-local (scripts/chain-local.sh) the same stage scripts as tier c with host tools
 #               outside Nix. It repeats the fat-LTO builds that tier c already proves, which
 #               CI's time budget cannot spare; run it when changing the stages.
-#   crane-real  (nix/tests/crane-real.sh) the whole chain built through nix/crane.nix with
+#   crane-real  (nix/tests/crane-real.sh) the whole chain built through nix/lib/builder.nix with
 #               crane's OWN setup hooks from a crane snapshot (CRANE_SRC; CI cannot fetch
 #               crane, so it skips, saying so, when CRANE_SRC is unset), the stand-in's
 #               fidelity cases with those hooks, and the stand-in command table (docs/testing.md)

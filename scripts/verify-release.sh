@@ -14,7 +14,7 @@
 #                  `lib.publishedProfiles` (the pinned fenix toolchain: what releases use)
 #                host: nix/host/chain.nix with the host's rustc and Debian's LLVM 22 (what CI
 #                  runs: tier c's outputs are built that way; needs scripts/chain-host-env.sh's
-#                  tools). Either way: the same nix/chain.nix and nix/crane.nix.
+#                  tools). Either way: the same nix/lib/chain.nix and nix/lib/builder.nix.
 #
 # Exit status: 0 verified (both binaries identical); 1 not verified: the output names the
 # first stage whose output differs (gateway-pgo: the profile-use build; gateway-pgo-bolt: the

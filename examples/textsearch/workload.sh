@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The PGO/BOLT training workload for textsearch, under the chain's workload contract
-# (nix/stages/workload.sh): `workload.sh BIN` runs BIN as separate processes over every
+# (nix/lib/stages/workload.sh): `workload.sh BIN` runs BIN as separate processes over every
 # subcommand and flag, including a no-match exit 1 and usage and I/O errors (exit 2), checks
 # every output against grep, wc, awk or sort computing the same thing, and exits 0 only when
 # every check passed (1 on a failed check, 2 on bad usage).

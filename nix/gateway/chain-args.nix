@@ -1,10 +1,10 @@
-# The gateway's arguments to the chain (lib.mkPgoBoltChain, ../chain.nix) for one shapes
-# directory: its workload, the profile floors that fit it and its holdout gate. The flake
-# (../per-system.nix) and CI's host builder (../host/chain.nix) use the same ones.
+# The gateway's arguments to the chain (lib.mkPgoBoltChain, ../lib/chain.nix) for one shapes
+# directory: its workload, the profile floors that fit it and its holdout gate. ./default.nix,
+# the one wiring of the flake and the host chain, passes them.
 #
 # Arguments:
 #   pkgs      nixpkgs (the stand-in on the host)
-#   runStage  the builder's runStage (../crane.nix)
+#   runStage  the builder's runStage (../lib/builder.nix)
 #   trainer   the trainer package (bin/trainer)
 #   shapes    the shapes directory (*.toml + bodies/): the repo's shapes/, or the user's own
 #             (docs/chain.md "Training on your own traffic"); a path or a store path

@@ -10,7 +10,7 @@
 #   shapes    the shapes directory whose holdout shapes are measured (the one trained on)
 #   binName   the binary's name in each stage's bin/ (default "gateway")
 #
-# Returns the function nix/chain.nix takes as `holdoutGate`.
+# Returns the function nix/lib/chain.nix takes as `holdoutGate`.
 {
   valgrind,
   trainer,

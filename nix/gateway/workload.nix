@@ -1,4 +1,4 @@
-# The gateway's workload under the chain's workload contract (../stages/workload.sh):
+# The gateway's workload under the chain's workload contract (../lib/stages/workload.sh):
 # `trainer workload --shapes DIR BIN` runs one gateway lifetime per training shape (in-process
 # mock upstream on loopback, every response checked, SIGTERM, exit 0 required). The shapes
 # it reads are a copy that `trainer shapes` validated first, so a bad shape file fails that
@@ -6,7 +6,7 @@
 #
 # Arguments:
 #   pkgs      nixpkgs (writeShellScript)
-#   runStage  the builder's runStage (../crane.nix)
+#   runStage  the builder's runStage (../lib/builder.nix)
 #   trainer   the trainer package (bin/trainer)
 #   shapes    the shapes directory
 #

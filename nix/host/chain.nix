@@ -1,9 +1,9 @@
-# Tier c / the local Nix command: the gateway's chain through the SAME lib.mkPgoBoltChain,
-# nix/crane.nix and nix/chain.nix as the flake, with the gateway's own arguments
-# (nix/gateway/chain-args.nix), built with host tools (./lib.nix): the crane stand-in (./crane)
-# on a stdenv stand-in (./pkgs.nix), host rustc/cargo, crates vendored beforehand, Debian's
-# LLVM 22. So the shell that nix/crane.nix puts into a build runs here exactly as crane would
-# run it.
+# Tier c / the local Nix command: the gateway's chain through the SAME wiring as the flake
+# (../gateway/default.nix: lib.mkPgoBoltChain, ../lib/builder.nix, ../lib/chain.nix, the
+# gateway's arguments), built with host tools (./lib.nix): the crane stand-in (./crane) on a
+# stdenv stand-in (./pkgs.nix), host rustc/cargo, crates vendored beforehand, Debian's LLVM 22.
+# So the shell that ../lib/builder.nix puts into a build runs here exactly as crane would run
+# it.
 # Evaluated with nix-build (not as a flake output: the tool paths are host paths, passed as
 # arguments by scripts/chain-nix-host.sh).
 #
@@ -43,9 +43,8 @@
   boltProfile ? null,
   profileFrom ? null,
   craneHooks ? null,
-}@args:
+}@hostArgs:
 let
-  source = import ../source.nix { inherit root; };
   host = import ./lib.nix {
     inherit
       rustSysroot
@@ -57,41 +56,27 @@ let
       craneHooks
       ;
   };
-  builder = import ../crane.nix {
-    inherit (host) pkgs craneLib;
-    src = source.cargo;
-    testSrc = source.tests;
-  };
-  gateway = import ../gateway/chain-args.nix {
-    inherit (host) pkgs;
-    inherit (builder) runStage trainer;
-    inherit workload;
-    shapes = if shapes == null then source.shapes else shapes;
-    # Debian's valgrind; /usr is bound into the sandbox (scripts/chain-host-env.sh).
-    valgrind = "/usr/bin/valgrind";
-  };
-  chain = host.mkPgoBoltChain (
-    gateway
+in
+import ../gateway/default.nix {
+  inherit (host) pkgs craneLib mkPgoBoltChain;
+  inherit root;
+  # Debian's valgrind; /usr is bound into the sandbox (scripts/chain-host-env.sh).
+  valgrind = "/usr/bin/valgrind";
+  args =
+    (if shapes == null then { } else { inherit shapes; })
+    // (if workload == null then { } else { inherit workload; })
     // {
-      inherit (host) pkgs;
-      src = source.cargo;
       inherit boltProfile;
       profile =
         if profileFrom == null then
           profile
         else
           (import ./chain.nix (
-            args
+            hostArgs
             // {
               root = profileFrom;
               profileFrom = null;
             }
           )).gateway-profile;
-    }
-  );
-in
-chain
-// {
-  inherit (builder) trainer;
-  checks = chain.checks // builder.checks;
+    };
 }

@@ -1,4 +1,4 @@
-# The nixpkgs stand-in of the host builder: the few functions nix/crane.nix, the crane
+# The nixpkgs stand-in of the host builder: the few functions nix/lib/builder.nix, the crane
 # stand-in (./crane) and the checks call, as derivations that really build, with host tools
 # bound into the Nix sandbox (scripts/chain-host-env.sh) instead of nixpkgs' store paths.
 #

@@ -1,4 +1,4 @@
-# The release artifacts of one system and their gate, as nix/per-system.nix wires them:
+# The release artifacts of one system and their gate, as nix/gateway/per-system.nix wires them:
 # packages.gateway-tarball (./tarball.nix), packages.gateway-image (./image.nix) and
 # checks.release (./release-check.nix). Version, licence and repository come from the
 # workspace's Cargo.toml, so a release cannot disagree with the binary it ships.
@@ -8,7 +8,7 @@
 #   runStage         name -> env -> script -> derivation (the chain builder's)
 #   gateway          the gateway-pgo-bolt derivation
 #   profile          its gateway-profile, boltProfile its gateway-bolt-profile (published)
-#   readelf          absolute path of readelf (nix/toolchain.nix)
+#   readelf          absolute path of readelf (nix/lib/toolchain.nix)
 #   root             the repository (`self`): Cargo.toml, LICENSE, gateway.example.toml
 #   system           the Nix system
 #   rev              the source revision (`self.shortRev or "dirty"`)

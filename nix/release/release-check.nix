@@ -3,7 +3,7 @@
 # ./image.nix run again on what they package).
 #
 # Arguments:
-#   runStage      name -> env -> script -> derivation (nix/crane.nix or nix/host/builder.nix)
+#   runStage      name -> env -> script -> derivation (nix/lib/builder.nix or nix/host/lib.nix)
 #   gateway       the gateway-pgo-bolt derivation
 #   releaseCheck  scripts/release-check.sh (a path)
 #   readelf       absolute path of readelf
@@ -18,7 +18,7 @@
   binName ? "gateway",
   floors ? { },
 }:
-# `exit 0` last: with a plain `bash -c` builder (nix/host/builder.nix) bash execs a final
+# `exit 0` last: with a plain `bash -c` builder (nix/host/lib.nix) bash execs a final
 # `touch`, which closes its stdout before it exits; Nix kills a builder as soon as its log
 # pipe reaches EOF, so under load the check then fails "due to signal 9" (seen with Nix 2.8).
 runStage "${binName}-check-release" (

@@ -3,7 +3,7 @@
 # rules and the double release check are in ./make-tarball.sh, which also runs outside Nix.
 #
 # Arguments:
-#   runStage         name -> env -> script -> derivation (nix/crane.nix or nix/host/builder.nix):
+#   runStage         name -> env -> script -> derivation (nix/lib/builder.nix or nix/host/lib.nix):
 #                    a plain builder with bash, coreutils, tar, gzip, grep, sed, awk, find
 #   gateway          the gateway-pgo-bolt derivation (bin/<binName>, share/<binName>/*.json)
 #   profile          the profile directory it was built with (gateway-profile: gateway.profdata,

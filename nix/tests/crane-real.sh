@@ -2,7 +2,7 @@
 # On demand, never in CI (crane cannot be fetched there): `scripts/test.sh crane-real`.
 # Builds the whole chain (trainer, gateway-instrumented, gateway-profile, gateway-pgo,
 # gateway-bolt-profile, gateway-pgo-bolt, checks.pgo-proof, checks.closure) through
-# nix/crane.nix exactly as the host chain does, but with crane's OWN setup hooks (read from a
+# nix/lib/builder.nix exactly as the host chain does, but with crane's OWN setup hooks (read from a
 # crane snapshot at the pinned revision, their @placeholders@ filled in as makeSetupHook
 # would) in place of the stand-in's, on the host stdenv, with the host toolchain in the store
 # as fenix's is. So every command crane's hooks run (cargo metadata with the exported

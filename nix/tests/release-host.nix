@@ -25,9 +25,9 @@
 }:
 let
   root = ../..;
-  # nix/crane.nix's runStage on the host stdenv (its crane arguments are never evaluated).
+  # ../lib/builder.nix's runStage on the host stdenv (its crane arguments are never evaluated).
   inherit
-    (import ../crane.nix {
+    (import ../lib/builder.nix {
       pkgs = import ../host/pkgs.nix { inherit system; };
       craneLib = null;
       src = null;

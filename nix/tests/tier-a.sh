@@ -60,7 +60,7 @@ done
 echo "  ok: ${#nix_files[@]} files"
 
 echo "== shell scripts"
-shell_files=(nix/stages/*.sh nix/tests/*.sh scripts/chain-*.sh scripts/cargo-stage.sh
+shell_files=(nix/lib/stages/*.sh nix/tests/*.sh scripts/chain-*.sh scripts/cargo-stage.sh
   nix/host/stdenv/setup.sh nix/host/crane/setupHooks/*.sh)
 for f in "${shell_files[@]}"; do
   [ -f "$f" ] || continue

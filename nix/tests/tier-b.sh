@@ -48,7 +48,7 @@ for system in x86_64-linux aarch64-linux; do
     tr ',' '\n' </tmp/tier-b-$kind.json | sed 's/^[{ ]*/  /; s/}$//'
     echo
   done
-  for p in gateway gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile gateway-pgo-bolt trainer default; do
+  for p in gateway gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt trainer default; do
     grep -q "\"$p\":\"/nix/store/" /tmp/tier-b-packages.json || fail "packages.$system.$p missing"
   done
   for c in tests clippy fmt pgo-proof closure holdout; do
@@ -62,7 +62,7 @@ echo "== stage wiring (x86_64-linux)"
 # One evaluation for all values (separate ones could see different sources in a working tree
 # that others are editing): NAME=VALUE lines.
 # A profile-use build has no RUSTFLAGS attribute: its flags are PGO_RUSTFLAGS='...' in the
-# preUnpack hook that resolves them (nix/crane.nix).
+# preUnpack hook that resolves them (nix/lib/builder.nix).
 wiring=$(ev --raw "$flake#packages.x86_64-linux" --apply 'p: let
   oneLine = builtins.replaceStrings ["\n"] [" "];
   q = builtins.fromJSON "\"\\u0027\"";
@@ -74,20 +74,25 @@ in builtins.concatStringsSep "\n" [
   ("profile=" + p.gateway-profile.outPath)
   ("instrumented=" + p.gateway-instrumented.outPath)
   ("pgo=" + p.gateway-pgo.outPath)
+  ("pgoBuild=" + p.gateway-pgo-build.outPath)
+  ("gateBuild=" + p.gateway-pgo.PGO_BUILD)
+  ("gateProfile=" + p.gateway-pgo.PROFILE_DIR)
+  ("gateFlags=" + p.gateway-pgo.PGO_RUSTFLAGS)
+  ("gateScript=" + oneLine p.gateway-pgo.buildCommand)
   ("boltProfile=" + p.gateway-bolt-profile.outPath)
   ("instrumentedFlags=" + p.gateway-instrumented.RUSTFLAGS)
   ("instrumentedTarget=" + p.gateway-instrumented.CARGO_BUILD_TARGET)
-  ("pgoFlags=" + flagsOf p.gateway-pgo)
-  ("pgoFlagsAttr=" + attrOf p.gateway-pgo)
-  ("pgoPreUnpack=" + oneLine (p.gateway-pgo.preUnpack or ""))
-  ("pgoTarget=" + p.gateway-pgo.CARGO_BUILD_TARGET)
-  ("pgoPostInstall=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.postInstall)
-  ("pgoDontStrip=" + (if p.gateway-pgo.dontStrip then "true" else "false"))
-  ("pgoBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.buildPhase)
-  ("pgoDepsFlags=" + flagsOf p.gateway-pgo.cargoArtifacts)
-  ("pgoDepsFlagsAttr=" + attrOf p.gateway-pgo.cargoArtifacts)
-  ("pgoDepsPreUnpack=" + oneLine (p.gateway-pgo.cargoArtifacts.preUnpack or ""))
-  ("pgoDepsBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo.cargoArtifacts.buildPhase)
+  ("pgoFlags=" + flagsOf p.gateway-pgo-build)
+  ("pgoFlagsAttr=" + attrOf p.gateway-pgo-build)
+  ("pgoPreUnpack=" + oneLine (p.gateway-pgo-build.preUnpack or ""))
+  ("pgoTarget=" + p.gateway-pgo-build.CARGO_BUILD_TARGET)
+  ("pgoPostInstall=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo-build.postInstall)
+  ("pgoDontStrip=" + (if p.gateway-pgo-build.dontStrip then "true" else "false"))
+  ("pgoBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo-build.buildPhase)
+  ("pgoDepsFlags=" + flagsOf p.gateway-pgo-build.cargoArtifacts)
+  ("pgoDepsFlagsAttr=" + attrOf p.gateway-pgo-build.cargoArtifacts)
+  ("pgoDepsPreUnpack=" + oneLine (p.gateway-pgo-build.cargoArtifacts.preUnpack or ""))
+  ("pgoDepsBuildCommand=" + builtins.replaceStrings ["\n"] [" "] p.gateway-pgo-build.cargoArtifacts.buildPhase)
   ("plainFlags=[" + p.gateway.RUSTFLAGS + "]")
   ("profdata=" + p.gateway-profile.LLVM_PROFDATA)
   ("profileBin=" + p.gateway-profile.BIN)
@@ -121,26 +126,33 @@ expect gateway-instrumented.CARGO_BUILD_TARGET "${w[instrumentedTarget]}" "x86_6
 # RUSTFLAGS. It is staged and the flags resolved in preUnpack, before any phase that may run
 # cargo (issue 18: crane's install hook runs `cargo metadata` with the exported RUSTFLAGS), so
 # no RUSTFLAGS attribute carries the token, for the binary and its dependencies alike.
-expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Cprofile-use=@pgoProfile@"
-reject gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "/nix/store/"
-expect "gateway-pgo's RUSTFLAGS attribute" "${w[pgoFlagsAttr]}" "<none>"
-expect "gateway-pgo deps' RUSTFLAGS attribute" "${w[pgoDepsFlagsAttr]}" "<none>"
-expect gateway-pgo.preUnpack "${w[pgoPreUnpack]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
-expect gateway-pgo.preUnpack "${w[pgoPreUnpack]}" "pgo-use-flags.sh"
-expect gateway-pgo.preUnpack "${w[pgoPreUnpack]}" "export RUSTFLAGS"
-expect gateway-pgo.cargoArtifacts.preUnpack "${w[pgoDepsPreUnpack]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
-reject gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "PGO_PROFILE="
-expect gateway-pgo.cargoArtifacts.buildPhase "${w[pgoDepsBuildCommand]}" "cargo-build.sh"
-expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-Wl,--emit-relocs"
-expect gateway-pgo.RUSTFLAGS "${w[pgoFlags]}" "-pgo-warn-missing-function"
-expect gateway-pgo.postInstall "${w[pgoPostInstall]}" "pgo-gate.sh"
-# The build-time contract: the gate gets cargo's stderr on its own command line.
-expect gateway-pgo.postInstall "${w[pgoPostInstall]}" 'CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log"'
-expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" 'CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log"'
-expect gateway-pgo.buildPhase "${w[pgoBuildCommand]}" "cargo-build.sh"
-expect gateway-pgo.CARGO_BUILD_TARGET "${w[pgoTarget]}" "x86_64-unknown-linux-gnu"
-expect gateway-pgo.dontStrip "${w[pgoDontStrip]}" "true"
-expect "gateway-pgo deps' PGO_RUSTFLAGS (the binary's)" "${w[pgoDepsFlags]}" "${w[pgoFlags]}"
+expect gateway-pgo-build.RUSTFLAGS "${w[pgoFlags]}" "-Cprofile-use=@pgoProfile@"
+reject gateway-pgo-build.RUSTFLAGS "${w[pgoFlags]}" "/nix/store/"
+expect "gateway-pgo-build's RUSTFLAGS attribute" "${w[pgoFlagsAttr]}" "<none>"
+expect "gateway-pgo-build deps' RUSTFLAGS attribute" "${w[pgoDepsFlagsAttr]}" "<none>"
+expect gateway-pgo-build.preUnpack "${w[pgoPreUnpack]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
+expect gateway-pgo-build.preUnpack "${w[pgoPreUnpack]}" "pgo-use-flags.sh"
+expect gateway-pgo-build.preUnpack "${w[pgoPreUnpack]}" "export RUSTFLAGS"
+expect gateway-pgo-build.cargoArtifacts.preUnpack "${w[pgoDepsPreUnpack]}" "PGO_PROFILE=${w[profile]}/gateway.profdata"
+reject gateway-pgo-build.buildPhase "${w[pgoBuildCommand]}" "PGO_PROFILE="
+expect gateway-pgo-build.cargoArtifacts.buildPhase "${w[pgoDepsBuildCommand]}" "cargo-build.sh"
+expect gateway-pgo-build.RUSTFLAGS "${w[pgoFlags]}" "-Wl,--emit-relocs"
+expect gateway-pgo-build.RUSTFLAGS "${w[pgoFlags]}" "-pgo-warn-missing-function"
+# The PGO gate is a stage of its own (gateway-pgo) after the build: the build keeps rustc's PGO
+# diagnostics (pgo-diagnostics.sh), given cargo's stderr on its own command line (the
+# build-time contract); the gate judges that build, with that profile and those flags.
+expect gateway-pgo-build.postInstall "${w[pgoPostInstall]}" "pgo-diagnostics.sh"
+reject gateway-pgo-build.postInstall "${w[pgoPostInstall]}" "pgo-gate.sh"
+expect gateway-pgo.PGO_BUILD "${w[gateBuild]}" "${w[pgoBuild]}"
+expect gateway-pgo.PROFILE_DIR "${w[gateProfile]}" "${w[profile]}"
+expect gateway-pgo.PGO_RUSTFLAGS "${w[gateFlags]}" "${w[pgoFlags]}"
+expect gateway-pgo.buildCommand "${w[gateScript]}" "pgo-gate.sh"
+expect gateway-pgo-build.postInstall "${w[pgoPostInstall]}" 'CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log"'
+expect gateway-pgo-build.buildPhase "${w[pgoBuildCommand]}" 'CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log"'
+expect gateway-pgo-build.buildPhase "${w[pgoBuildCommand]}" "cargo-build.sh"
+expect gateway-pgo-build.CARGO_BUILD_TARGET "${w[pgoTarget]}" "x86_64-unknown-linux-gnu"
+expect gateway-pgo-build.dontStrip "${w[pgoDontStrip]}" "true"
+expect "gateway-pgo-build deps' PGO_RUSTFLAGS (the binary's)" "${w[pgoDepsFlags]}" "${w[pgoFlags]}"
 expect gateway.RUSTFLAGS "${w[plainFlags]}" "[]"
 expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
 expect gateway-profile.BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
@@ -207,8 +219,8 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
     c = lib.gatewayChain \"x86_64-linux\" published;
     flagsOf = d: builtins.head (builtins.match \".*PGO_RUSTFLAGS='([^']*)'.*\"
       (builtins.replaceStrings [\"\\n\"] [\" \"] d.preUnpack));
-  in [ (flagsOf c.gateway-pgo) (flagsOf trained.gateway-pgo) c.gateway-profile.name
-       c.gateway-pgo-bolt.FDATA c.gateway-pgo-bolt.FDATA_MANIFEST c.gateway-pgo.preUnpack ]") ||
+  in [ (flagsOf c.gateway-pgo-build) (flagsOf trained.gateway-pgo-build) c.gateway-profile.name
+       c.gateway-pgo-bolt.FDATA c.gateway-pgo-bolt.FDATA_MANIFEST c.gateway-pgo-build.preUnpack ]") ||
   fail "lib.gatewayChain with published profiles does not evaluate"
 echo "  $out" | cut -c1-400
 expect gatewayChain "$out" '"published-profile"'

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Tier c: the real chain in the Nix sandbox. nix/chain.nix evaluated with the host builder
+# Tier c: the real chain in the Nix sandbox. nix/lib/chain.nix evaluated with the host builder
 # (host rustc/cargo, crates vendored beforehand, Debian's llvm-22/bolt-22 bound in with
 # sandbox-paths) and built with --option sandbox true: trainer, plain, instrumented, profile
 # (the gateway's workload, `trainer workload`, on loopback inside the sandbox), pgo (+ gate + pgo-proof.json),
 # bolt-profile, pgo-bolt (+ bolt-proof.json), then the pgo-proof, closure and holdout checks,
 # and the workspace checks (fmt, clippy, tests: the test suite in the sandbox). Every cargo
-# build goes through nix/crane.nix's buildWith on the crane stand-in (nix/host/crane).
+# build goes through nix/lib/builder.nix's buildWith on the crane stand-in (nix/host/crane).
 # Then: a rebuild with max-jobs 0 must find every stage in the store (nothing rebuilds).
 # Then (issue 11): examples/textsearch's whole chain through lib.mkPgoBoltChain with its own
 # workload, and the gateway trained and held out on a user's shapes directory.
@@ -22,7 +22,7 @@ fail() {
   exit 1
 }
 
-# The chain, then the workspace checks, all through nix/crane.nix on the crane stand-in.
+# The chain, then the workspace checks, all through nix/lib/builder.nix on the crane stand-in.
 CHAIN_ATTRS="trainer gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile \
 gateway-pgo-bolt checks.pgo-proof checks.closure gateway checks.holdout checks.fmt checks.clippy \
 checks.tests" "$repo/scripts/chain-nix-host.sh" "$outdir" || fail "the chain failed"

@@ -72,13 +72,13 @@ echo 'warning: gateway/src/main.rs: function control flow change detected (hash 
   >"$gate_dir/mismatch.log"
 echo 'warning: /nix/store/x/gateway.profdata: invalid instrumentation profile data (bad magic)' \
   >"$gate_dir/corrupt.log"
-# pgo_gate NAME LOG PROFILE_DIR [RUSTFLAGS]: run nix/stages/pgo-gate.sh as the PGO build does.
+# pgo_gate NAME LOG PROFILE_DIR [RUSTFLAGS]: run nix/lib/stages/pgo-gate.sh as the PGO build does.
 pgo_gate() {
   rm -f "$gate_dir/$1.json"
-  env STAGE_COMMON="$repo/nix/stages/common.sh" CARGO_STDERR_LOG="$gate_dir/$2" PROFILE_DIR="$3" BIN_NAME=gateway \
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" CARGO_STDERR_LOG="$gate_dir/$2" PROFILE_DIR="$3" BIN_NAME=gateway \
     PROOF_OUT="$gate_dir/$1.json" LLVM_PROFDATA="${PROFDATA_TOOL:-$LLVM_BIN/llvm-profdata}" \
     RUSTFLAGS="${4:--Cprofile-use=$3/gateway.profdata -Clink-args=-Wl,--emit-relocs}" \
-    bash "$repo/nix/stages/pgo-gate.sh" >"$gate_dir/$1.out" 2>&1
+    bash "$repo/nix/lib/stages/pgo-gate.sh" >"$gate_dir/$1.out" 2>&1
 }
 expect_gate_failure() {
   local name=$1 pattern=$2
@@ -122,20 +122,20 @@ cp "$gate_dir/profile/gateway.profdata" "$gate_dir/other/"
 printf '{"raw_files": 1, "raw_bytes": 100, "merged_sha256": "%064d"}\n' 0 >"$gate_dir/other/manifest.json"
 expect_gate_failure manifest-mismatch "merged_sha256 is not the profile" clean.log "$gate_dir/other"
 
-# The profile staging (nix/stages/pgo-use-flags.sh, issues 12 and 18): flags that would not
+# The profile staging (nix/lib/stages/pgo-use-flags.sh, issues 12 and 18): flags that would not
 # use the profile, or a profile that is missing, fail before anything runs cargo; with both,
 # the profile lands at $NIX_BUILD_TOP/pgo-profile and the printed flags name that path and
 # nothing else. cargo-build.sh refuses flags that still carry the token, or a PGO_PROFILE it
 # would not stage (a builder that skipped the staging step).
 use_flags() { # NAME PGO_RUSTFLAGS PGO_PROFILE
-  env STAGE_COMMON="$repo/nix/stages/common.sh" NIX_BUILD_TOP="$gate_dir/$1.top" \
-    PGO_RUSTFLAGS="$2" PGO_PROFILE="$3" bash "$repo/nix/stages/pgo-use-flags.sh" \
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" NIX_BUILD_TOP="$gate_dir/$1.top" \
+    PGO_RUSTFLAGS="$2" PGO_PROFILE="$3" bash "$repo/nix/lib/stages/pgo-use-flags.sh" \
     >"$gate_dir/$1.flags" 2>"$gate_dir/$1.out"
 }
 cargo_stage() { # NAME RUSTFLAGS [PGO_PROFILE]
-  env STAGE_COMMON="$repo/nix/stages/common.sh" CARGO_BUILD_LOG="$gate_dir/$1.json" \
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" CARGO_BUILD_LOG="$gate_dir/$1.json" \
     CARGO_STDERR_LOG="$gate_dir/$1.err" RUSTFLAGS="$2" ${3:+PGO_PROFILE="$3"} \
-    bash "$repo/nix/stages/cargo-build.sh" --help >"$gate_dir/$1.out" 2>&1
+    bash "$repo/nix/lib/stages/cargo-build.sh" --help >"$gate_dir/$1.out" 2>&1
 }
 expect_refused() { # KIND NAME PATTERN COMMAND...
   local kind=$1 name=$2 pattern=$3
@@ -168,7 +168,7 @@ cmp -s "$gate_dir/profile/gateway.profdata" "$gate_dir/staged.top/pgo-profile/pr
   fail "pgo-use-flags did not stage the profile at \$NIX_BUILD_TOP/pgo-profile"
 echo "  ok: refused without the pair; staged at \$NIX_BUILD_TOP/pgo-profile with it; cargo-build refuses the token"
 
-# bolt_gate NAME FLAGS BINARY [TRAINED_SHA]: run nix/stages/bolt-optimize.sh as the pgo-bolt
+# bolt_gate NAME FLAGS BINARY [TRAINED_SHA]: run nix/lib/stages/bolt-optimize.sh as the pgo-bolt
 # stage does; the fdata's manifest says it was trained on TRAINED_SHA (default: BINARY's).
 printf 'int main(void) { return 0; }\n' >"$gate_dir/t.c"
 cc -O2 "$gate_dir/t.c" -o "$gate_dir/norelocs"
@@ -176,11 +176,11 @@ echo '1 main 0 1 main 4 0 1' >"$gate_dir/t.fdata"
 bolt_gate() {
   local trained=${4-$(sha256sum "$3" | cut -d' ' -f1)}
   printf '{\n  "pgo_bin_sha256": "%s",\n  "kind": "bolt"\n}\n' "$trained" >"$gate_dir/t-$1.manifest.json"
-  env STAGE_COMMON="$repo/nix/stages/common.sh" PGO_BIN="$3" PGO_PROOF="$gate_dir/good.json" \
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BIN="$3" PGO_PROOF="$gate_dir/good.json" \
     FDATA="$gate_dir/t.fdata" FDATA_MANIFEST="$gate_dir/t-$1.manifest.json" \
     LLVM_BOLT="$LLVM_BIN/llvm-bolt" READELF="$(command -v readelf)" \
     BOLT_FLAGS="$2" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
-    bash "$repo/nix/stages/bolt-optimize.sh" >"$gate_dir/bolt-$1.out" 2>&1
+    bash "$repo/nix/lib/stages/bolt-optimize.sh" >"$gate_dir/bolt-$1.out" 2>&1
 }
 # A published or cached fdata applied to another PGO binary (issue 12: the fdata must match
 # the binary it optimizes), and one whose manifest does not say which binary it fits.
@@ -203,7 +203,7 @@ for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable|" \
   echo "  ok: refused, nothing installed"
 done
 
-# ---- the workload contract of the profile stages (nix/stages/workload.sh), no Nix ----
+# ---- the workload contract of the profile stages (nix/lib/stages/workload.sh), no Nix ----
 # Each fabricated workload runs against tier c's instrumented gateway through the real stage
 # script and the real llvm-profdata / llvm-bolt; each must fail naming its cause and leave no
 # output directory.
@@ -224,11 +224,11 @@ fake_workload() {
 profile_stage() {
   local script=$1 name=$2
   shift 2
-  env STAGE_COMMON="$repo/nix/stages/common.sh" STAGE_WORKLOAD="$repo/nix/stages/workload.sh" \
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" STAGE_WORKLOAD="$repo/nix/lib/stages/workload.sh" \
     WORKLOAD="$wl_dir/$name" BIN_NAME=gateway LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" \
     READELF="$(command -v readelf)" LLVM_BOLT="$LLVM_BIN/llvm-bolt" MERGE_FDATA="$LLVM_BIN/merge-fdata" \
     BOLT_RT_LIB="$BOLT_RT_LIB" OUT_DIR="$wl_dir/out-$name" TMPDIR="$wl_dir" "$@" \
-    bash "$repo/nix/stages/$script" >"$wl_dir/$name.log" 2>&1
+    bash "$repo/nix/lib/stages/$script" >"$wl_dir/$name.log" 2>&1
 }
 expect_workload_failure() { # SCRIPT NAME PATTERN [VAR=VALUE...]
   local script=$1 name=$2 pattern=$3

@@ -3,7 +3,7 @@
 # Arguments:
 #   self, nixpkgs, crane, fenix  the flake inputs
 #   system                       "x86_64-linux" or "aarch64-linux"
-#   mkPgoBoltChain               nix/lib/mkPgoBoltChain.nix, applied to crane and fenix
+#   mkPgoBoltChain               ../lib/mkPgoBoltChain.nix, applied to crane and fenix
 {
   self,
   nixpkgs,
@@ -14,43 +14,32 @@
 }:
 let
   pkgs = nixpkgs.legacyPackages.${system};
-  toolchain = import ./toolchain.nix { inherit pkgs fenix system; };
+  toolchain = import ../lib/toolchain.nix { inherit pkgs fenix system; };
   craneLib = (crane.mkLib pkgs).overrideToolchain (_: toolchain.rust);
-  source = import ./source.nix { root = self; };
-  builder = import ./crane.nix {
-    inherit pkgs craneLib;
-    src = source.cargo;
-    testSrc = source.tests;
-  };
-  trainer = builder.trainer;
 
-  # The gateway's chain, by default trained on the repo's shapes/. `args` (flake.nix
-  # lib.gatewayChain) may give `shapes`, the user's own shapes directory to train on and to
-  # hold out (docs/chain.md "Training on your own traffic"), and/or { profile, boltProfile }
-  # (lib.publishedProfiles): a release's published profiles instead of training.
+  # The gateway's chain (./default.nix), by default trained on the repo's shapes/. `args`
+  # (flake.nix lib.gatewayChain) may give `shapes`, the user's own shapes directory to train
+  # on and to hold out, and/or { profile, boltProfile } (lib.publishedProfiles): a release's
+  # published profiles instead of training (docs/chain.md "The gateway's chain").
   gatewayChain =
     args:
-    let
-      shapes = args.shapes or source.shapes;
-    in
-    mkPgoBoltChain (
-      import ./gateway/chain-args.nix {
-        inherit (builder) runStage;
-        inherit pkgs trainer shapes;
-        valgrind = "${pkgs.valgrind}/bin/valgrind";
-      }
-      // builtins.removeAttrs args [ "shapes" ]
-      // {
-        inherit pkgs craneLib;
-        src = source.cargo;
-      }
-    );
+    import ./default.nix {
+      inherit
+        pkgs
+        craneLib
+        mkPgoBoltChain
+        args
+        ;
+      root = self;
+      valgrind = "${pkgs.valgrind}/bin/valgrind";
+    };
   chain = gatewayChain { };
+  inherit (chain) trainer;
 
   # Release artifacts (tarball, OCI image) and their gate, checks.release: nix/release.
-  release = import ./release {
+  release = import ../release {
     inherit pkgs system;
-    inherit (builder) runStage;
+    inherit (chain) runStage;
     inherit (toolchain) readelf;
     gateway = chain.gateway-pgo-bolt;
     profile = chain.gateway-profile;
@@ -81,6 +70,7 @@ in
       gateway
       gateway-instrumented
       gateway-profile
+      gateway-pgo-build
       gateway-pgo
       gateway-bolt-profile
       gateway-pgo-bolt
@@ -90,7 +80,7 @@ in
   }
   // release.packages;
 
-  checks = builder.checks // chain.checks // release.checks;
+  checks = chain.checks // release.checks;
 
   devShells.default = pkgs.mkShell {
     packages = [

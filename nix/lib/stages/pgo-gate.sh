@@ -1,25 +1,27 @@
 # shellcheck shell=bash
-# Gate + proof of the PGO build: run after cargo built with -Cprofile-use. Fails closed on
-# `hash mismatch` (a stale profile: the source changed since training), on a profile rustc
-# could not read, and on functions with no profile data in workspace crates; only then
-# writes pgo-proof.json.
+# Gate + proof of the PGO build, the stage <bin>-pgo: judges the -Cprofile-use build. Fails
+# closed on `hash mismatch` (a stale profile: the source changed since training), on a profile
+# rustc could not read, and on functions with no profile data in workspace crates; only then
+# writes pgo-proof.json and the binary.
 # Cargo prints LLVM's PGO warnings for workspace crates only (deps need -vv), which is exactly
 # the scope of this gate: deps are profile-used too but their source never changes under a
 # fixed Cargo.lock.
+# A stage of its own, after the profile-use build (<bin>-pgo-build) like every other gate
+# after what it judges: its output exists only when every check passed.
 #
 # Every input comes on this script's own command line (its environment prefix), never from
-# a variable that a build phase set without exporting: the builder runs this as a child
-# process (nix/chain.nix states the contract).
+# a variable that a build phase set without exporting (nix/lib/chain.nix states the contract).
 #   STAGE_COMMON          path of common.sh
-#   CARGO_STDERR_LOG      cargo's stderr of the PGO build (nix/stages/cargo-build.sh keeps it)
+#   PGO_BUILD             output of the profile-use build: bin/<BIN_NAME>, and
+#                         share/<BIN_NAME>/pgo-build/{diagnostics.txt,rustc-vV.txt}
+#                         (pgo-diagnostics.sh)
 #   PROFILE_DIR           output of the profile stage (<BIN_NAME>.profdata, manifest.json)
 #   BIN_NAME              the binary: names the profile and the proof's stage
-#   RUSTFLAGS             the flags the build used (recorded, store hashes scrubbed)
+#   PGO_RUSTFLAGS         the flags the build used (recorded, store hashes scrubbed)
 #   TARGET                the target triple the build used (recorded)
-#   PROOF_OUT             where to write pgo-proof.json
+#   OUT_DIR               where to write bin/<BIN_NAME> and share/<BIN_NAME>/pgo-proof.json
 #   LLVM_PROFDATA         absolute path of llvm-profdata (rustc's LLVM), for `show`
 #   MAX_MISSING_PROFILES  allowed "no profile data available" warnings (default 0)
-#   RUSTC                 rustc to ask for versions (default: rustc on PATH, the one that built)
 #
 # What a different toolchain changes, and how this gate says so (the flake pins fenix stable,
 # Rust 1.97.1; CI builds with the host's 1.95): the LLVM major of rustc and llvm-profdata
@@ -33,23 +35,27 @@ set -euo pipefail
 STAGE_NAME=pgo-gate
 stage_start
 
-need_var CARGO_STDERR_LOG
+need_var PGO_BUILD
 need_var PROFILE_DIR
-need_var PROOF_OUT
+need_var OUT_DIR
 need_exe LLVM_PROFDATA "${LLVM_PROFDATA:-}"
-log=$CARGO_STDERR_LOG
 need_var BIN_NAME
+built="$PGO_BUILD/bin/$BIN_NAME"
+log="$PGO_BUILD/share/$BIN_NAME/pgo-build/diagnostics.txt"
+rustc_vv_file="$PGO_BUILD/share/$BIN_NAME/pgo-build/rustc-vV.txt"
+[ -x "$built" ] || die "the PGO build has no executable $built"
+[ -f "$log" ] || die "the PGO build kept no diagnostics: $log"
+nonempty "$rustc_vv_file" "the PGO build's rustc -vV"
 profile="$PROFILE_DIR/$BIN_NAME.profdata"
 manifest="$PROFILE_DIR/manifest.json"
 nonempty "$profile" "profile"
 nonempty "$manifest" "profile manifest"
-[ -f "$log" ] || die "cargo's stderr log is missing: $log"
-case "${RUSTFLAGS:-}" in
+case "${PGO_RUSTFLAGS:-}" in
   *-Cprofile-use=*) ;;
   *) die "RUSTFLAGS carry no -Cprofile-use: this would be a plain build" ;;
 esac
 
-rustc_vv=$("${RUSTC:-rustc}" -vV) || die "cannot run ${RUSTC:-rustc} -vV"
+rustc_vv=$(cat "$rustc_vv_file")
 rustc_release=$(printf '%s\n' "$rustc_vv" | head -n1)
 rustc_llvm=$(printf '%s\n' "$rustc_vv" | sed -nE 's/^LLVM version: (.*)/\1/p')
 profdata_version=$("$LLVM_PROFDATA" --version 2>&1 | grep -iE 'version' | head -n1 | sed -E 's/^[[:space:]]+//')
@@ -63,9 +69,8 @@ fi
 
 # rustc only WARNS about an unreadable profile and then builds without it: a silent fallback
 # to a plain build, refused here.
-unusable_re='invalid instrumentation profile|Error in reading profile|profile data may be corrupt|unsupported instrumentation profile format|malformed instrumentation profile'
-if grep -qiE "$unusable_re" "$log"; then
-  grep -iE "$unusable_re" "$log" | head -n 5 >&2
+if grep -qiE "$pgo_unusable_re" "$log"; then
+  grep -iE "$pgo_unusable_re" "$log" | head -n 5 >&2
   if grep -qiE 'unsupported instrumentation profile format' "$log"; then
     die "rustc could not use the profile: it was written by an LLVM other than $rustc_release's (LLVM $rustc_llvm); retrain with this toolchain (rustc falls back to a plain build)"
   fi
@@ -92,8 +97,8 @@ profraw_bytes=$(json_num raw_bytes "$manifest")
 [ "$(json_strval merged_sha256 "$manifest")" = "$(sha256_of "$profile")" ] ||
   die "manifest's merged_sha256 is not the profile's: $manifest"
 
-tmp="$PROOF_OUT.tmp"
-mkdir -p "$(dirname "$PROOF_OUT")"
+proof="$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
+mkdir -p "$OUT_DIR/bin" "$(dirname "$proof")"
 {
   printf '{\n'
   printf '  "stage": %s,\n' "$(json_str "$BIN_NAME-pgo")"
@@ -109,9 +114,11 @@ mkdir -p "$(dirname "$PROOF_OUT")"
   printf '  "rustc_llvm": %s,\n' "$(json_str "$rustc_llvm")"
   printf '  "llvm_profdata": %s,\n' "$(json_str "$profdata_version")"
   printf '  "target": %s,\n' "$(json_str "${TARGET:-}")"
-  printf '  "rustflags": %s\n' "$(json_str "$(scrub_store "$RUSTFLAGS")")"
+  printf '  "rustflags": %s\n' "$(json_str "$(scrub_store "$PGO_RUSTFLAGS")")"
   printf '}\n'
-} >"$tmp"
-mv "$tmp" "$PROOF_OUT"
-note "proof: $PROOF_OUT"
+} >"$proof.tmp"
+cp "$built" "$OUT_DIR/bin/$BIN_NAME.tmp"
+mv "$proof.tmp" "$proof"
+mv "$OUT_DIR/bin/$BIN_NAME.tmp" "$OUT_DIR/bin/$BIN_NAME"
+note "gated binary: $OUT_DIR/bin/$BIN_NAME, proof: $proof"
 stage_done

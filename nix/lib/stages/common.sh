@@ -44,7 +44,12 @@ bytes_of() {
 # output creates no runtime reference (Nix scans outputs for store hashes: a proof naming the
 # profile's store path would drag the profile into the closure of gateway-pgo-bolt).
 scrub_store() {
-  printf '%s' "$1" | sed -E 's#/nix/store/[0-9a-z]{32}-#/nix/store/<hash>-#g'
+  printf '%s' "$1" | scrub_store_lines
+}
+
+# scrub_store_lines: scrub_store on stdin.
+scrub_store_lines() {
+  sed -E 's#/nix/store/[0-9a-z]{32}-#/nix/store/<hash>-#g'
 }
 
 # json_str STRING: a JSON string literal (quotes, backslashes and control characters escaped).
@@ -76,6 +81,12 @@ llvm_major() {
   printf '%s\n' "$1" | grep -oE '(LLVM version|llvm-profdata version|version) [0-9]+' |
     head -n1 | grep -oE '[0-9]+$'
 }
+
+# rustc's PGO diagnostics: what the PGO gate (pgo-gate.sh) judges, and all that the
+# profile-use build keeps of cargo's stderr (pgo-diagnostics.sh). Case-insensitive (grep -iE).
+# An unreadable profile: rustc only warns, then builds without it.
+pgo_unusable_re='invalid instrumentation profile|Error in reading profile|profile data may be corrupt|unsupported instrumentation profile format|malformed instrumentation profile'
+pgo_diagnostic_re="hash mismatch|no profile data available|$pgo_unusable_re"
 
 # Stage wall time, printed at the end so CI logs carry the per-stage timings.
 stage_start() {

@@ -1,17 +1,17 @@
-# The production builder: crane on the fenix toolchain. Supplies chain.nix's `buildWith`
-# and `runStage`, plus the workspace checks (tests, clippy, fmt).
+# The chain's builder: crane on the caller's toolchain. Supplies ./chain.nix's `buildWith` and
+# `runStage` (their contract is stated there); the commands it puts into a build are
+# ./stages scripts. `commonArgs` are the crane arguments every build shares, for a caller's
+# own crane builds of the same workspace (nix/gateway/workspace.nix).
 #
 # Arguments:
 #   pkgs      nixpkgs
-#   craneLib  crane's lib with the fenix toolchain (`(crane.mkLib pkgs).overrideToolchain`)
-#   src       the cargo workspace (nix/source.nix `cargo`)
-#   testSrc   the workspace plus shapes/ for the tests (nix/source.nix `tests`)
-#   version   the workspace version
+#   craneLib  crane's lib on the toolchain (`(crane.mkLib pkgs).overrideToolchain`)
+#   src       the cargo workspace, cleaned
+#   version   the derivations' version (default "0.1.0")
 {
   pkgs,
   craneLib,
   src,
-  testSrc ? src,
   version ? "0.1.0",
 }:
 let
@@ -117,60 +117,8 @@ let
       set -euo pipefail
       ${script}
     '';
-
-  # The workspace checks build with cargo's dev profile: the release profile's fat LTO would
-  # link every test binary for minutes. doCheck = true: crane's cargoTest runs nothing
-  # without it (`args.doCheck or true`, and `common` turns it off), and buildDepsOnly then
-  # also builds the dev-dependencies (`cargo test --no-run`).
-  plainArgs = common // {
-    pname = "gateway-workspace";
-    src = testSrc;
-    doCheck = true;
-    CARGO_PROFILE = "dev";
-  };
-  plainDeps = craneLib.buildDepsOnly plainArgs;
 in
 {
   inherit buildWith runStage;
-
-  # The trainer is a tool, not the product: thin-local LTO and 16 codegen units save minutes
-  # for nothing the profile depends on.
-  trainer = buildWith {
-    pname = "trainer";
-    binName = "trainer";
-    cargoExtraArgs = "-p trainer --bin trainer";
-    env = {
-      CARGO_PROFILE_RELEASE_LTO = "false";
-      CARGO_PROFILE_RELEASE_CODEGEN_UNITS = "16";
-    };
-  };
-
-  checks = {
-    # Unit and integration tests, including the ones that drive the real gateway on
-    # loopback (the sandbox has lo and nothing else).
-    tests = craneLib.cargoTest (
-      plainArgs
-      // {
-        cargoArtifacts = plainDeps;
-        cargoTestExtraArgs = "--workspace";
-        # Nothing reuses the test build's target/: archiving it would cost minutes.
-        doInstallCargoArtifacts = false;
-      }
-    );
-    # crane's cargoClippy, but through stages/cargo-clippy.sh: a lint that only the flake's
-    # newer toolchain knows fails with a message that says so.
-    clippy = craneLib.mkCargoDerivation (
-      plainArgs
-      // {
-        pnameSuffix = "-clippy";
-        cargoArtifacts = plainDeps;
-        doInstallCargoArtifacts = false;
-        buildPhaseCargoCommand = ''
-          STAGE_COMMON=${stage "common.sh"} bash ${stage "cargo-clippy.sh"} \
-            --profile dev --locked --workspace --all-targets -- --deny warnings
-        '';
-      }
-    );
-    fmt = craneLib.cargoFmt { inherit src version; pname = "gateway-workspace"; };
-  };
+  commonArgs = common;
 }

@@ -1,7 +1,8 @@
 # The PGO + BOLT chain as separate derivations, independent of crane and of the host, for
 # any cargo binary <bin> (the gateway's is <bin> = gateway):
 #
-#   <bin>-instrumented -> <bin>-profile -> <bin>-pgo -> <bin>-bolt-profile -> <bin>-pgo-bolt
+#   <bin>-instrumented -> <bin>-profile -> <bin>-pgo-build -> <bin>-pgo (the PGO gate)
+#     -> <bin>-bolt-profile -> <bin>-pgo-bolt
 #     (+ <bin>: the plain build, same target and profile)
 #
 # Both profile stages run the caller's workload (./stages/workload.sh states the contract) and
@@ -33,39 +34,17 @@
 #                   `postInstall` is a function { cargoStderrLog } -> shell snippet, run after
 #                   the binary is in $out/bin: cargoStderrLog is a shell word naming the file
 #                   that holds cargo's stderr, for the snippet to pass on explicitly. A failing
-#                   snippet fails the build. nix/crane.nix supplies buildWith.
+#                   snippet fails the build. ./builder.nix supplies buildWith.
 #   runStage        name -> env (attrset) -> script (string) -> derivation. A plain builder
 #                   with bash, coreutils, grep, sed and awk; env becomes the environment.
 #   hostTriple      the build host's target triple: every chain build passes it as
 #                   CARGO_BUILD_TARGET so RUSTFLAGS stay off build scripts and proc macros.
 #   tools           { llvmProfdata, llvmBolt, boltRuntimeLib, mergeFdata, readelf }, each an
 #                   absolute path (never looked up on PATH).
-#   workload        absolute path of the workload: an executable that gets the binary to
-#                   exercise as its only argument and exits 0 when it exercised it (the
-#                   contract: ./stages/workload.sh; docs/chain.md "The workload contract"). The
-#                   profile stages run it on the instrumented binaries and own everything else:
-#                   profile files, floors, merging, manifests.
-#   minProfiles     fewest profile files one workload run must leave: one per process of the
-#                   binary that exits normally (default 1).
-#   minProfileBytes smallest acceptable .profraw (default 1024; a truncated or foreign file is
-#                   smaller).
-#   minFdataBytes   smallest acceptable .fdata (default 64; it is text and grows with coverage).
-#   workloadTimeout seconds a workload run may take before it fails the stage (default 3600).
-#   binName         the binary the chain optimizes (default "gateway").
-#   cargoExtraArgs  cargo arguments selecting it (default "-p <binName> --bin <binName>").
-#   extraRustflags  flags prepended to every stage's RUSTFLAGS (default "").
-#   boltFlags       llvm-bolt optimization flags (list; never -use-gnu-stack).
-#   maxMissingProfiles  allowed "no profile data available" warnings in workspace crates.
-#   profile         null (train), or a profile directory (<binName>.profdata + manifest.json:
-#                   an earlier <binName>-profile output, or a release's published profile, see
-#                   ./lib/publishedProfiles.nix) used instead of training; the PGO gate still
-#                   refuses it when the source changed since it was trained (tier d).
-#   boltProfile     null (train), or a BOLT profile directory (<binName>.fdata + manifest.json)
-#                   used instead of BOLT training; bolt-optimize.sh refuses it unless its
-#                   manifest names the PGO binary being optimized (sha256).
-#   holdoutGate     null, or a function { plain, pgo, pgoBolt, runStage } -> derivation that
-#                   fails when an optimized binary regresses on traffic it never trained on
-#                   (the gateway's: ./gateway/holdout.nix); when given it becomes checks.holdout.
+#
+# The caller's arguments (workload, binName, cargoExtraArgs, the floors, boltFlags, profile,
+# boltProfile, holdoutGate, ...) are documented once, in docs/chain.md "Arguments"; their
+# defaults are below.
 {
   buildWith,
   runStage,
@@ -115,7 +94,6 @@ let
       m = builtins.match "(${builtins.storeDir}/[^/]+).*" (toString p);
     in
     if m == null then toString p else builtins.head m;
-  shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
 
   build =
     {
@@ -169,8 +147,11 @@ let
     "-Cllvm-args=-pgo-warn-missing-function"
     "-Clink-args=-Wl,--emit-relocs"
   ];
-  pgo = build {
-    suffix = "pgo";
+  # The profile-use build keeps what its gate reads (./stages/pgo-diagnostics.sh); the gate is
+  # the next stage, <bin>-pgo, as every other gate: its output, the binary and pgo-proof.json,
+  # exists only when the build used the profile.
+  pgoBuild = build {
+    suffix = "pgo-build";
     rustflags = pgoFlags;
     pgoProfile = "${profileDir}/${binName}.profdata";
     postInstall =
@@ -178,16 +159,20 @@ let
       ''
         STAGE_COMMON=${common} \
         CARGO_STDERR_LOG=${cargoStderrLog} \
-        PROFILE_DIR=${profileDir} \
-        BIN_NAME=${binName} \
-        RUSTFLAGS=${shellQuote (flags pgoFlags)} \
-        TARGET=${hostTriple} \
-        PROOF_OUT="$out/share/${binName}/pgo-proof.json" \
-        LLVM_PROFDATA=${tools.llvmProfdata} \
-        MAX_MISSING_PROFILES=${toString maxMissingProfiles} \
-        ${stage "pgo-gate.sh"}
+        DIAGNOSTICS_OUT="$out/share/${binName}/pgo-build" \
+        ${stage "pgo-diagnostics.sh"}
       '';
   };
+  pgo = runStage "${binName}-pgo" {
+    STAGE_COMMON = common;
+    PGO_BUILD = pgoBuild;
+    PROFILE_DIR = profileDir;
+    BIN_NAME = binName;
+    PGO_RUSTFLAGS = flags pgoFlags;
+    TARGET = hostTriple;
+    LLVM_PROFDATA = tools.llvmProfdata;
+    MAX_MISSING_PROFILES = toString maxMissingProfiles;
+  } ''OUT_DIR="$out" ${stage "pgo-gate.sh"}'';
 
   trainedBoltProfile = runStage "${binName}-bolt-profile" (
     workloadEnv
@@ -238,6 +223,7 @@ let
         map (p: builtins.unsafeDiscardStringContext (toString p)) [
           instrumented
           profileDir
+          pgoBuild
           pgo
           boltProfileDir
           plain
@@ -266,6 +252,7 @@ in
   "${binName}" = plain;
   "${binName}-instrumented" = instrumented;
   "${binName}-profile" = profileDir;
+  "${binName}-pgo-build" = pgoBuild;
   "${binName}-pgo" = pgo;
   "${binName}-bolt-profile" = boltProfileDir;
   "${binName}-pgo-bolt" = pgoBolt;

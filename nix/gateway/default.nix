@@ -1,0 +1,49 @@
+# This repository's use of the library: the gateway's chain (lib.mkPgoBoltChain with the
+# gateway's arguments, ./chain-args.nix), the trainer and the workspace checks
+# (./workspace.nix). The one wiring of both callers: the flake (./per-system.nix) and CI's
+# host chain (../host/chain.nix), which differ only in the builder and tools they pass.
+#
+# Arguments:
+#   pkgs            nixpkgs (the stand-in on the host)
+#   craneLib        crane's lib on the toolchain
+#   mkPgoBoltChain  lib.mkPgoBoltChain (../lib/mkPgoBoltChain.nix) as the caller applied it
+#   root            the repository
+#   valgrind        absolute path of valgrind (the holdout gate counts instructions)
+#   args            the caller's choices, each optional: shapes, workload, profile, boltProfile
+#                   (docs/chain.md "The gateway's chain")
+#
+# Returns the chain's outputs (gateway, gateway-instrumented, ... gateway-pgo-bolt) with
+# trainer, runStage and checks (the chain's and the workspace's).
+{
+  pkgs,
+  craneLib,
+  mkPgoBoltChain,
+  root,
+  valgrind,
+  args ? { },
+}:
+let
+  source = import ./source.nix { inherit root; };
+  workspace = import ./workspace.nix { inherit pkgs craneLib source; };
+  chain = mkPgoBoltChain (
+    import ./chain-args.nix {
+      inherit pkgs valgrind;
+      inherit (workspace) runStage trainer;
+      shapes = args.shapes or source.shapes;
+      workload = args.workload or null;
+    }
+    // builtins.removeAttrs args [
+      "shapes"
+      "workload"
+    ]
+    // {
+      inherit pkgs craneLib;
+      src = source.cargo;
+    }
+  );
+in
+chain
+// {
+  inherit (workspace) trainer runStage;
+  checks = chain.checks // workspace.checks;
+}

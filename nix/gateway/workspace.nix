@@ -1,0 +1,80 @@
+# This workspace's own crane builds beside the chain: the trainer (the workload's driver) and
+# the workspace checks (tests, clippy, fmt), on the same builder as the chain
+# (../lib/builder.nix).
+#
+# Arguments:
+#   pkgs      nixpkgs
+#   craneLib  crane's lib on the toolchain
+#   source    ./source.nix applied to the repository
+{
+  pkgs,
+  craneLib,
+  source,
+}:
+let
+  builder = import ../lib/builder.nix {
+    inherit pkgs craneLib;
+    src = source.cargo;
+  };
+  inherit (builder) buildWith commonArgs;
+  stage = file: ../lib/stages + "/${file}";
+
+  # The workspace checks build with cargo's dev profile: the release profile's fat LTO would
+  # link every test binary for minutes. doCheck = true: crane's cargoTest runs nothing
+  # without it (`args.doCheck or true`, and `commonArgs` turns it off), and buildDepsOnly then
+  # also builds the dev-dependencies (`cargo test --no-run`).
+  plainArgs = commonArgs // {
+    pname = "gateway-workspace";
+    src = source.tests;
+    doCheck = true;
+    CARGO_PROFILE = "dev";
+  };
+  plainDeps = craneLib.buildDepsOnly plainArgs;
+in
+{
+  inherit (builder) runStage;
+
+  # The trainer is a tool, not the product: thin-local LTO and 16 codegen units save minutes
+  # for nothing the profile depends on.
+  trainer = buildWith {
+    pname = "trainer";
+    binName = "trainer";
+    cargoExtraArgs = "-p trainer --bin trainer";
+    env = {
+      CARGO_PROFILE_RELEASE_LTO = "false";
+      CARGO_PROFILE_RELEASE_CODEGEN_UNITS = "16";
+    };
+  };
+
+  checks = {
+    # Unit and integration tests, including the ones that drive the real gateway on
+    # loopback (the sandbox has lo and nothing else).
+    tests = craneLib.cargoTest (
+      plainArgs
+      // {
+        cargoArtifacts = plainDeps;
+        cargoTestExtraArgs = "--workspace";
+        # Nothing reuses the test build's target/: archiving it would cost minutes.
+        doInstallCargoArtifacts = false;
+      }
+    );
+    # crane's cargoClippy, but through ../lib/stages/cargo-clippy.sh: a lint that only the
+    # flake's newer toolchain knows fails with a message that says so.
+    clippy = craneLib.mkCargoDerivation (
+      plainArgs
+      // {
+        pnameSuffix = "-clippy";
+        cargoArtifacts = plainDeps;
+        doInstallCargoArtifacts = false;
+        buildPhaseCargoCommand = ''
+          STAGE_COMMON=${stage "common.sh"} bash ${stage "cargo-clippy.sh"} \
+            --profile dev --locked --workspace --all-targets -- --deny warnings
+        '';
+      }
+    );
+    fmt = craneLib.cargoFmt {
+      inherit (commonArgs) src version;
+      pname = "gateway-workspace";
+    };
+  };
+}
