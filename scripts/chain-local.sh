@@ -94,14 +94,13 @@ profile="$outdir/profiles/merged-$sha.profdata"
 mkdir -p "$outdir/profiles"
 cp "$outdir/gateway-profile/gateway.profdata" "$profile"
 pgo_flags="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs"
-cargo_stage gateway-pgo "$pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log"
-# The gate, with every input on its command line, as in the Nix chain (nix/lib/chain.nix).
-env CARGO_STDERR_LOG="$outdir/gateway-pgo.cargo-stderr.log" PROFILE_DIR="$outdir/gateway-profile" \
-  PROOF_OUT="$outdir/gateway-pgo/share/gateway/pgo-proof.json" RUSTFLAGS="$pgo_flags" \
-  TARGET="$host_triple" BIN_NAME=gateway bash "$stages/pgo-gate.sh" || {
-  rm -rf "${outdir:?}/gateway-pgo"
-  exit 1
-}
+cargo_stage gateway-pgo-build "$pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo-build.cargo-stderr.log"
+# What the build keeps for its gate, then the gate as a stage of its own, with every input on
+# its command line, as in the Nix chain (nix/lib/chain.nix).
+env CARGO_STDERR_LOG="$outdir/gateway-pgo-build.cargo-stderr.log" \
+  DIAGNOSTICS_OUT="$outdir/gateway-pgo-build/share/gateway/pgo-build" bash "$stages/pgo-diagnostics.sh"
+run_stage gateway-pgo pgo-gate.sh PGO_BUILD="$outdir/gateway-pgo-build" PROFILE_DIR="$outdir/gateway-profile" \
+  PGO_RUSTFLAGS="$pgo_flags" TARGET="$host_triple"
 
 run_stage gateway-bolt-profile bolt-profile.sh BIN="$outdir/gateway-pgo/bin/gateway" \
   MIN_FDATA_BYTES=16384

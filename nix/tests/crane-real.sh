@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On demand, never in CI (crane cannot be fetched there): `scripts/test.sh crane-real`.
-# Builds the whole chain (trainer, gateway-instrumented, gateway-profile, gateway-pgo,
-# gateway-bolt-profile, gateway-pgo-bolt, checks.pgo-proof, checks.closure) through
+# Builds the whole chain (trainer, gateway-instrumented, gateway-profile, gateway-pgo-build,
+# gateway-pgo, gateway-bolt-profile, gateway-pgo-bolt, checks.pgo-proof, checks.closure) through
 # nix/lib/builder.nix exactly as the host chain does, but with crane's OWN setup hooks (read from a
 # crane snapshot at the pinned revision, their @placeholders@ filled in as makeSetupHook
 # would) in place of the stand-in's, on the host stdenv, with the host toolchain in the store
@@ -104,11 +104,13 @@ build gateway-instrumented.cargoArtifacts "no previous artifacts found, compress
 build gateway-profile "stage pgo-profile: done"
 # The profile-use build: staged and resolved before any phase (deps and binary), then crane's
 # `cargo metadata` runs with the resolved flags.
-build gateway-pgo.cargoArtifacts "stage pgo-use-flags: profile" \
+build gateway-pgo-build.cargoArtifacts "stage pgo-use-flags: profile" \
   "stage cargo-build: RUSTFLAGS='-Cprofile-use=/build/pgo-profile/profile.profdata"
-build gateway-pgo "${crane_pkg[@]}" "stage pgo-use-flags: profile" \
+build gateway-pgo-build "${crane_pkg[@]}" "stage pgo-use-flags: profile" \
   "stage cargo-build: RUSTFLAGS='-Cprofile-use=/build/pgo-profile/profile.profdata" \
-  "stage pgo-gate: proof:"
+  "stage pgo-diagnostics: 0 PGO diagnostic line(s) kept"
+# The PGO gate, the stage after the build.
+build gateway-pgo "stage pgo-gate: gated binary:"
 build gateway-bolt-profile "stage bolt-profile: done"
 build gateway-pgo-bolt "stage gateway-pgo-bolt: done"
 build checks.pgo-proof

@@ -61,7 +61,8 @@ let
       buildPhaseCargoCommand = ''
         cargoBuildLog=$(mktemp cargoBuildLogXXXX.json)
         RUSTFLAGS= CARGO_BUILD_LOG="$cargoBuildLog" \
-          CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log" STAGE_COMMON=${../lib/stages/common.sh} \
+          CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log" \
+          STAGE_COMMON=${../lib/stages/common.sh} \
           bash ${../lib/stages/cargo-build.sh} --release --locked
       '';
     };

@@ -187,7 +187,7 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
       workload = \"/bin/false\";
       minProfiles = 3;
     };
-  in [ c.other-pgo-bolt.drvPath c.other-pgo.preUnpack c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks)
+  in [ c.other-pgo-bolt.drvPath c.other-pgo-build.preUnpack c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks)
        c.other-profile.WORKLOAD c.other-profile.MIN_PROFILES c.other-bolt-profile.MIN_PROFILES c.other-pgo-bolt.FDATA ]")
 echo "  $out"
 expect mkPgoBoltChain "$out" "other-pgo-bolt.drv"
@@ -275,7 +275,7 @@ tplf=(
 )
 out=$(nix eval "${tplf[@]}" --json "path:$tpl#packages.x86_64-linux" --apply 'p: [
   p.default.drvPath p.textsearch-pgo-bolt.drvPath p.textsearch-profile.WORKLOAD
-  p.textsearch-profile.MIN_PROFILES p.textsearch-bolt-profile.WORKLOAD p.textsearch-pgo.preUnpack
+  p.textsearch-profile.MIN_PROFILES p.textsearch-bolt-profile.WORKLOAD p.textsearch-pgo-build.preUnpack
   p.textsearch-instrumented.RUSTFLAGS ]' 2>"$errlog") || {
   cat "$errlog" >&2
   fail "the template's packages do not evaluate"

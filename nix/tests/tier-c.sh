@@ -23,12 +23,12 @@ fail() {
 }
 
 # The chain, then the workspace checks, all through nix/lib/builder.nix on the crane stand-in.
-CHAIN_ATTRS="trainer gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile \
+CHAIN_ATTRS="trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile \
 gateway-pgo-bolt checks.pgo-proof checks.closure gateway checks.holdout checks.fmt checks.clippy \
 checks.tests" "$repo/scripts/chain-nix-host.sh" "$outdir" || fail "the chain failed"
 
 r="$outdir/result-gateway-pgo-bolt"
-for attr in trainer gateway gateway-instrumented gateway-profile gateway-pgo gateway-bolt-profile \
+for attr in trainer gateway gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile \
   gateway-pgo-bolt checks.pgo-proof checks.closure checks.holdout checks.fmt checks.clippy checks.tests; do
   [ -e "$outdir/result-$attr" ] || fail "no result for $attr"
 done
@@ -60,8 +60,8 @@ nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} --
 echo "  ok"
 # Issue 12: everything after training is deterministic. Nix rebuilds the profile-use build
 # and the BOLT rewrite from the same inputs and compares the outputs bit for bit.
-echo "== reproducible: nix-build --check rebuilds gateway-pgo and gateway-pgo-bolt"
-for attr in gateway-pgo gateway-pgo-bolt; do
+echo "== reproducible: nix-build --check rebuilds gateway-pgo-build, gateway-pgo and gateway-pgo-bolt"
+for attr in gateway-pgo-build gateway-pgo gateway-pgo-bolt; do
   t1=$(date +%s)
   nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} --check -A "$attr" \
     --no-out-link >"$outdir/check-$attr.log" 2>&1 || {
@@ -93,7 +93,7 @@ echo "  ok: textsearch-pgo-bolt passes its workload"
 echo "== the gateway trained on a user's own shapes (nix/tests/fixtures/user-shapes)"
 us="$outdir/user-shapes"
 NIX_HOST_ARGS="${NIX_HOST_ARGS:-} --arg shapes $repo/nix/tests/fixtures/user-shapes" \
-  CHAIN_ATTRS="gateway-profile gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.holdout" \
+  CHAIN_ATTRS="gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.holdout" \
   "$repo/scripts/chain-nix-host.sh" "$us" >/dev/null || fail "the chain on the user's shapes failed"
 sed 's/^/  /' "$us/stage-timings.txt"
 grep -q '"raw_files": 3,' "$us/result-gateway-profile/manifest.json" ||

@@ -72,31 +72,57 @@ echo 'warning: gateway/src/main.rs: function control flow change detected (hash 
   >"$gate_dir/mismatch.log"
 echo 'warning: /nix/store/x/gateway.profdata: invalid instrumentation profile data (bad magic)' \
   >"$gate_dir/corrupt.log"
-# pgo_gate NAME LOG PROFILE_DIR [RUSTFLAGS]: run nix/lib/stages/pgo-gate.sh as the PGO build does.
+# pgo_gate NAME LOG PROFILE_DIR [RUSTFLAGS]: what the chain runs of a PGO build whose cargo
+# stderr was LOG: the build's pgo-diagnostics.sh (into a PGO build output NAME.build, with
+# a stand-in binary), then the gate stage (nix/lib/stages/pgo-gate.sh) into NAME.out-dir.
 pgo_gate() {
-  rm -f "$gate_dir/$1.json"
-  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" CARGO_STDERR_LOG="$gate_dir/$2" PROFILE_DIR="$3" BIN_NAME=gateway \
-    PROOF_OUT="$gate_dir/$1.json" LLVM_PROFDATA="${PROFDATA_TOOL:-$LLVM_BIN/llvm-profdata}" \
-    RUSTFLAGS="${4:--Cprofile-use=$3/gateway.profdata -Clink-args=-Wl,--emit-relocs}" \
-    bash "$repo/nix/lib/stages/pgo-gate.sh" >"$gate_dir/$1.out" 2>&1
+  rm -rf "$gate_dir/$1.build" "$gate_dir/$1.out-dir"
+  mkdir -p "$gate_dir/$1.build/bin"
+  cp /bin/true "$gate_dir/$1.build/bin/gateway"
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" CARGO_STDERR_LOG="$gate_dir/$2" \
+    DIAGNOSTICS_OUT="$gate_dir/$1.build/share/gateway/pgo-build" \
+    bash "$repo/nix/lib/stages/pgo-diagnostics.sh" >"$gate_dir/$1.out" 2>&1 || return 1
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BUILD="$gate_dir/$1.build" PROFILE_DIR="$3" \
+    BIN_NAME=gateway OUT_DIR="$gate_dir/$1.out-dir" LLVM_PROFDATA="${PROFDATA_TOOL:-$LLVM_BIN/llvm-profdata}" \
+    PGO_RUSTFLAGS="${4:--Cprofile-use=$3/gateway.profdata -Clink-args=-Wl,--emit-relocs}" \
+    bash "$repo/nix/lib/stages/pgo-gate.sh" >>"$gate_dir/$1.out" 2>&1
 }
 expect_gate_failure() {
   local name=$1 pattern=$2
   shift 2
   echo "== gate: $name"
   if pgo_gate "$name" "$@"; then fail "gate $name passed"; fi
-  [ ! -e "$gate_dir/$name.json" ] || fail "gate $name wrote a proof"
+  [ ! -e "$gate_dir/$name.out-dir/share/gateway/pgo-proof.json" ] || fail "gate $name wrote a proof"
+  [ ! -e "$gate_dir/$name.out-dir/bin/gateway" ] || fail "gate $name wrote the binary"
   grep -q -- "$pattern" "$gate_dir/$name.out" || {
     cat "$gate_dir/$name.out"
     fail "gate $name does not say '$pattern'"
   }
   grep -- "FAILED" "$gate_dir/$name.out" | head -n 1 | sed 's/^/  log: /'
-  echo "  ok: refused, no pgo-proof.json"
+  echo "  ok: refused, no pgo-proof.json, no binary"
 }
 echo "== gate: good profile and clean log"
 pgo_gate good clean.log "$gate_dir/profile" || { cat "$gate_dir/good.out"; fail "the gate refused a good build"; }
-grep -q '"profraw_count": 1' "$gate_dir/good.json" || fail "the proof lacks profraw_count"
-echo "  ok: pgo-proof.json written"
+grep -q '"profraw_count": 1' "$gate_dir/good.out-dir/share/gateway/pgo-proof.json" || fail "the proof lacks profraw_count"
+cmp -s "$gate_dir/good.build/bin/gateway" "$gate_dir/good.out-dir/bin/gateway" || fail "the gated binary is not the build's"
+echo "  ok: pgo-proof.json and the build's binary written"
+# The build keeps only rustc's PGO diagnostics, sorted (cargo's job order is not fixed).
+printf 'Compiling gateway v0.1.0\nwarning: b.rs: no profile data available for function b\nwarning: a.rs: function control flow change detected (hash mismatch) a\nFinished in 3.2s\n' \
+  >"$gate_dir/mixed.log"
+pgo_gate mixed mixed.log "$gate_dir/profile" || true
+[ "$(cat "$gate_dir/mixed.build/share/gateway/pgo-build/diagnostics.txt")" = "$(printf 'warning: a.rs: function control flow change detected (hash mismatch) a\nwarning: b.rs: no profile data available for function b')" ] ||
+  fail "pgo-diagnostics.sh kept $(cat "$gate_dir/mixed.build/share/gateway/pgo-build/diagnostics.txt")"
+echo "  ok: the build keeps the two PGO diagnostics, sorted, and nothing else"
+echo "== gate: a build that kept no diagnostics"
+rm "$gate_dir/good.build/share/gateway/pgo-build/diagnostics.txt"
+if env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BUILD="$gate_dir/good.build" PROFILE_DIR="$gate_dir/profile" \
+  BIN_NAME=gateway OUT_DIR="$gate_dir/nodiag.out-dir" LLVM_PROFDATA="$LLVM_BIN/llvm-profdata" \
+  PGO_RUSTFLAGS="-Cprofile-use=x" bash "$repo/nix/lib/stages/pgo-gate.sh" >"$gate_dir/nodiag.out" 2>&1; then
+  fail "the gate passed a build without diagnostics"
+fi
+grep -q "kept no diagnostics" "$gate_dir/nodiag.out" || { cat "$gate_dir/nodiag.out"; fail "no-diagnostics: wrong message"; }
+[ ! -e "$gate_dir/nodiag.out-dir/bin/gateway" ] || fail "the gate wrote a binary without diagnostics"
+echo "  ok: refused"
 expect_gate_failure hash-mismatch "hash mismatch" mismatch.log "$gate_dir/profile"
 expect_gate_failure unreadable-profile "could not use the profile" corrupt.log "$gate_dir/profile"
 expect_gate_failure no-profile-use "no -Cprofile-use" clean.log "$gate_dir/profile" "-Copt-level=3"

@@ -85,7 +85,9 @@ llvm_major() {
 # rustc's PGO diagnostics: what the PGO gate (pgo-gate.sh) judges, and all that the
 # profile-use build keeps of cargo's stderr (pgo-diagnostics.sh). Case-insensitive (grep -iE).
 # An unreadable profile: rustc only warns, then builds without it.
+# shellcheck disable=SC2034 # read by the scripts that source this file
 pgo_unusable_re='invalid instrumentation profile|Error in reading profile|profile data may be corrupt|unsupported instrumentation profile format|malformed instrumentation profile'
+# shellcheck disable=SC2034
 pgo_diagnostic_re="hash mismatch|no profile data available|$pgo_unusable_re"
 
 # Stage wall time, printed at the end so CI logs carry the per-stage timings.

@@ -22,6 +22,7 @@ need_var DIAGNOSTICS_OUT
 mkdir -p "$DIAGNOSTICS_OUT"
 "${RUSTC:-rustc}" -vV >"$DIAGNOSTICS_OUT/rustc-vV.txt.tmp" || die "cannot run ${RUSTC:-rustc} -vV"
 # Store paths scrubbed: a diagnostic naming one would make the build's output refer to it.
+# shellcheck disable=SC2154 # set by common.sh
 { grep -iE "$pgo_diagnostic_re" "$CARGO_STDERR_LOG" || true; } |
   scrub_store_lines | LC_ALL=C sort \
   >"$DIAGNOSTICS_OUT/diagnostics.txt.tmp"

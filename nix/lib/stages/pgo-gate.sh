@@ -69,6 +69,7 @@ fi
 
 # rustc only WARNS about an unreadable profile and then builds without it: a silent fallback
 # to a plain build, refused here.
+# shellcheck disable=SC2154 # set by common.sh
 if grep -qiE "$pgo_unusable_re" "$log"; then
   grep -iE "$pgo_unusable_re" "$log" | head -n 5 >&2
   if grep -qiE 'unsupported instrumentation profile format' "$log"; then
