@@ -78,21 +78,18 @@ esac
 bolt_version=$("$LLVM_BOLT" --version 2>&1 | grep -E 'LLVM version|BOLT revision' | sed -E 's/^[[:space:]]+//' | paste -sd ';' -)
 mkdir -p "$OUT_DIR/bin" "$OUT_DIR/share/$BIN_NAME"
 tmp="$work/bolt-proof.json"
-{
-  printf '{\n'
-  printf '  "stage": %s,\n' "$(json_str "$BIN_NAME-pgo-bolt")"
-  printf '  "fdata_sha256": %s,\n' "$(json_str "$(sha256_of "$work/$BIN_NAME.fdata")")"
-  printf '  "fdata_bytes": %s,\n' "$(bytes_of "$work/$BIN_NAME.fdata")"
-  printf '  "functions_with_profile": %s,\n' "$functions_with_profile"
-  printf '  "functions_total": %s,\n' "${functions_total:-0}"
-  printf '  "input_sha256": %s,\n' "$(json_str "$(sha256_of "$work/$BIN_NAME")")"
-  printf '  "output_sha256": %s,\n' "$(json_str "$(sha256_of "$work/$BIN_NAME.bolt")")"
-  printf '  "bolt_version": %s,\n' "$(json_str "$bolt_version")"
-  printf '  "gnu_stack": %s,\n' "$(json_str "$(printf '%s' "$stack" | awk '{print $7}')")"
-  printf '  "bolt_info": %s,\n' "$(json_str "$(printf '%s\n' "$note_text" | grep -o 'BOLT revision.*' | head -n1)")"
-  printf '  "flags": %s\n' "$(json_str "-data=$BIN_NAME.fdata $BOLT_FLAGS")"
-  printf '}\n'
-} >"$tmp"
+json_object "$tmp" \
+  stage "$(json_str "$BIN_NAME-pgo-bolt")" \
+  fdata_sha256 "$(json_str "$(sha256_of "$work/$BIN_NAME.fdata")")" \
+  fdata_bytes "$(bytes_of "$work/$BIN_NAME.fdata")" \
+  functions_with_profile "$functions_with_profile" \
+  functions_total "${functions_total:-0}" \
+  input_sha256 "$(json_str "$(sha256_of "$work/$BIN_NAME")")" \
+  output_sha256 "$(json_str "$(sha256_of "$work/$BIN_NAME.bolt")")" \
+  bolt_version "$(json_str "$bolt_version")" \
+  gnu_stack "$(json_str "$(printf '%s' "$stack" | awk '{print $7}')")" \
+  bolt_info "$(json_str "$(printf '%s\n' "$note_text" | grep -o 'BOLT revision.*' | head -n1)")" \
+  flags "$(json_str "-data=$BIN_NAME.fdata $BOLT_FLAGS")"
 install -m 0755 "$work/$BIN_NAME.bolt" "$OUT_DIR/bin/$BIN_NAME"
 install -m 0644 "$PGO_PROOF" "$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
 install -m 0644 "$tmp" "$OUT_DIR/share/$BIN_NAME/bolt-proof.json"

@@ -77,23 +77,20 @@ functions=$(awk '$1 == "1" { f[$2] = 1 } $4 == "1" { f[$5] = 1 } END { n = 0; fo
 # The fdata only fits the binary it was trained on (BOLT matches functions by address and
 # layout): pgo_bin_sha256 records that binary, and bolt-optimize.sh requires it to equal its
 # input's, so a published or cached fdata cannot be applied to another PGO build unnoticed.
-{
-  printf '{\n'
-  printf '  "kind": "bolt",\n'
-  printf '  "pgo_bin_sha256": %s,\n' "$(json_str "$(sha256_of "$work/pgo/$BIN_NAME")")"
-  printf '  "binary": %s,\n' "$(json_str "$BIN_NAME")"
-  printf '  "workload": %s,\n' "$(json_str "$(scrub_store "$WORKLOAD")")"
-  printf '  "tool": "merge-fdata",\n'
-  printf '  "min_profiles": %s,\n' "$min_profiles"
-  printf '  "min_fdata_bytes": %s,\n' "$min_bytes"
-  printf '  "raw_files": %s,\n' "${#raw[@]}"
-  printf '  "raw_bytes": %s,\n' "$raw_bytes"
-  printf '  "merged_file": %s,\n' "$(json_str "$BIN_NAME.fdata")"
-  printf '  "merged_bytes": %s,\n' "$(bytes_of "$merged")"
-  printf '  "merged_sha256": %s,\n' "$(json_str "$(sha256_of "$merged")")"
-  printf '  "functions": %s\n' "$functions"
-  printf '}\n'
-} >"$work/out/manifest.json"
+json_object "$work/out/manifest.json" \
+  kind '"bolt"' \
+  pgo_bin_sha256 "$(json_str "$(sha256_of "$work/pgo/$BIN_NAME")")" \
+  binary "$(json_str "$BIN_NAME")" \
+  workload "$(json_str "$(scrub_store "$WORKLOAD")")" \
+  tool '"merge-fdata"' \
+  min_profiles "$min_profiles" \
+  min_fdata_bytes "$min_bytes" \
+  raw_files "${#raw[@]}" \
+  raw_bytes "$raw_bytes" \
+  merged_file "$(json_str "$BIN_NAME.fdata")" \
+  merged_bytes "$(bytes_of "$merged")" \
+  merged_sha256 "$(json_str "$(sha256_of "$merged")")" \
+  functions "$functions"
 note "fdata: ${#raw[@]} files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $functions functions"
 
 mkdir -p "$OUT_DIR"

@@ -63,6 +63,25 @@ json_str() {
   printf '"%s"' "$s"
 }
 
+# json_object FILE KEY VALUE [KEY VALUE ...]: writes FILE, a flat JSON object with one
+# "KEY": VALUE per line in the order given; each VALUE is JSON already (json_str for strings).
+# Every manifest and proof is written by it: their readers (json_num below, the proof checks,
+# scripts/release-check.sh) read them line by line, so they stay flat.
+json_object() {
+  local file=$1
+  shift
+  [ $(($# % 2)) -eq 0 ] || die "json_object: a key without a value"
+  {
+    printf '{\n'
+    while [ $# -gt 2 ]; do
+      printf '  "%s": %s,\n' "$1" "$2"
+      shift 2
+    done
+    [ $# -eq 0 ] || printf '  "%s": %s\n' "$1" "$2"
+    printf '}\n'
+  } >"$file"
+}
+
 # json_num KEY FILE: the first numeric value of "KEY" in a JSON file, or nothing. Enough for
 # the flat figures the trainer's manifest carries; a missing key is the caller's failure.
 json_num() {

@@ -100,24 +100,21 @@ profraw_bytes=$(json_num raw_bytes "$manifest")
 
 proof="$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
 mkdir -p "$OUT_DIR/bin" "$(dirname "$proof")"
-{
-  printf '{\n'
-  printf '  "stage": %s,\n' "$(json_str "$BIN_NAME-pgo")"
-  printf '  "profile_sha256": %s,\n' "$(json_str "$(sha256_of "$profile")")"
-  printf '  "profile_bytes": %s,\n' "$(bytes_of "$profile")"
-  printf '  "profile_total_functions": %s,\n' "$total_functions"
-  printf '  "profraw_count": %s,\n' "$profraw_count"
-  printf '  "profraw_bytes": %s,\n' "${profraw_bytes:-0}"
-  printf '  "manifest_sha256": %s,\n' "$(json_str "$(sha256_of "$manifest")")"
-  printf '  "hash_mismatch_warnings": %s,\n' "$mismatch"
-  printf '  "missing_profile_warnings": %s,\n' "$missing"
-  printf '  "rustc": %s,\n' "$(json_str "$rustc_release")"
-  printf '  "rustc_llvm": %s,\n' "$(json_str "$rustc_llvm")"
-  printf '  "llvm_profdata": %s,\n' "$(json_str "$profdata_version")"
-  printf '  "target": %s,\n' "$(json_str "${TARGET:-}")"
-  printf '  "rustflags": %s\n' "$(json_str "$(scrub_store "$PGO_RUSTFLAGS")")"
-  printf '}\n'
-} >"$proof.tmp"
+json_object "$proof.tmp" \
+  stage "$(json_str "$BIN_NAME-pgo")" \
+  profile_sha256 "$(json_str "$(sha256_of "$profile")")" \
+  profile_bytes "$(bytes_of "$profile")" \
+  profile_total_functions "$total_functions" \
+  profraw_count "$profraw_count" \
+  profraw_bytes "${profraw_bytes:-0}" \
+  manifest_sha256 "$(json_str "$(sha256_of "$manifest")")" \
+  hash_mismatch_warnings "$mismatch" \
+  missing_profile_warnings "$missing" \
+  rustc "$(json_str "$rustc_release")" \
+  rustc_llvm "$(json_str "$rustc_llvm")" \
+  llvm_profdata "$(json_str "$profdata_version")" \
+  target "$(json_str "${TARGET:-}")" \
+  rustflags "$(json_str "$(scrub_store "$PGO_RUSTFLAGS")")"
 cp "$built" "$OUT_DIR/bin/$BIN_NAME.tmp"
 mv "$proof.tmp" "$proof"
 mv "$OUT_DIR/bin/$BIN_NAME.tmp" "$OUT_DIR/bin/$BIN_NAME"

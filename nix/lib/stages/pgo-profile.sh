@@ -75,26 +75,23 @@ executed=$(printf '%s\n' "$covered" | grep -c . || true)
 [ "${executed:-0}" -gt 0 ] || die "the merged profile has no executed function: the workload ran nothing"
 
 # File names and sums only: a store path here would make the profile reference its inputs.
-{
-  printf '{\n'
-  printf '  "kind": "pgo",\n'
-  printf '  "binary": %s,\n' "$(json_str "$BIN_NAME")"
-  printf '  "binary_sha256": %s,\n' "$(json_str "$(sha256_of "$BIN")")"
-  printf '  "binary_llvm": %s,\n' "$(json_str "${binary_llvm:-unknown}")"
-  printf '  "workload": %s,\n' "$(json_str "$(scrub_store "$WORKLOAD")")"
-  printf '  "tool": "llvm-profdata",\n'
-  printf '  "tool_version": %s,\n' "$(json_str "$profdata_version")"
-  printf '  "min_profiles": %s,\n' "$min_profiles"
-  printf '  "min_profile_bytes": %s,\n' "$min_bytes"
-  printf '  "raw_files": %s,\n' "${#raw[@]}"
-  printf '  "raw_bytes": %s,\n' "$raw_bytes"
-  printf '  "merged_file": %s,\n' "$(json_str "$BIN_NAME.profdata")"
-  printf '  "merged_bytes": %s,\n' "$(bytes_of "$merged")"
-  printf '  "merged_sha256": %s,\n' "$(json_str "$(sha256_of "$merged")")"
-  printf '  "functions": %s,\n' "$functions"
-  printf '  "functions_executed": %s\n' "$executed"
-  printf '}\n'
-} >"$work/out/manifest.json"
+json_object "$work/out/manifest.json" \
+  kind '"pgo"' \
+  binary "$(json_str "$BIN_NAME")" \
+  binary_sha256 "$(json_str "$(sha256_of "$BIN")")" \
+  binary_llvm "$(json_str "${binary_llvm:-unknown}")" \
+  workload "$(json_str "$(scrub_store "$WORKLOAD")")" \
+  tool '"llvm-profdata"' \
+  tool_version "$(json_str "$profdata_version")" \
+  min_profiles "$min_profiles" \
+  min_profile_bytes "$min_bytes" \
+  raw_files "${#raw[@]}" \
+  raw_bytes "$raw_bytes" \
+  merged_file "$(json_str "$BIN_NAME.profdata")" \
+  merged_bytes "$(bytes_of "$merged")" \
+  merged_sha256 "$(json_str "$(sha256_of "$merged")")" \
+  functions "$functions" \
+  functions_executed "$executed"
 note "profile: ${#raw[@]} .profraw files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $executed of $functions functions executed"
 
 mkdir -p "$OUT_DIR"
