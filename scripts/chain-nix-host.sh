@@ -20,7 +20,7 @@ outdir=${1:-$repo/out/nix-host}
 . "$repo/scripts/chain-host-env.sh"
 
 mkdir -p "$outdir"
-attrs=${CHAIN_ATTRS:-trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.closure gateway checks.holdout}
+attrs=${CHAIN_ATTRS:-trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.closure gateway bench checks.holdout}
 timings="$outdir/stage-timings.txt"
 : >"$timings"
 for attr in $attrs; do

@@ -6,6 +6,7 @@
 #   pkgs      nixpkgs (the stand-in on the host)
 #   runStage  the builder's runStage (../lib/builder.nix)
 #   trainer   the trainer package (bin/trainer)
+#   bench     the bench package (bin/bench): the holdout gate runs it
 #   shapes    the shapes directory (*.toml + bodies/): the repo's shapes/, or the user's own
 #             (docs/chain.md "Training on your own traffic"); a path or a store path
 #   valgrind  absolute path of valgrind (the holdout gate counts instructions)
@@ -15,6 +16,7 @@
   pkgs,
   runStage,
   trainer,
+  bench,
   shapes,
   valgrind,
   workload ? null,
@@ -43,6 +45,6 @@ in
   # must not cost more instructions per request than plain.
   holdoutGate = import ./holdout.nix {
     inherit valgrind shapes;
-    trainer = "${trainer}/bin/trainer";
+    bench = "${bench}/bin/bench";
   };
 }

@@ -1,5 +1,5 @@
 # This repository's use of the library: the gateway's chain (lib.mkPgoBoltChain with the
-# gateway's arguments, ./chain-args.nix), the trainer and the workspace checks
+# gateway's arguments, ./chain-args.nix), the trainer, the bench and the workspace checks
 # (./workspace.nix). The one wiring of both callers: the flake (./per-system.nix) and CI's
 # host chain (../host/chain.nix), which differ only in the builder and tools they pass.
 #
@@ -13,7 +13,7 @@
 #                   (docs/chain.md "The gateway's chain")
 #
 # Returns the chain's outputs (gateway, gateway-instrumented, ... gateway-pgo-bolt) with
-# trainer, runStage and checks (the chain's and the workspace's).
+# trainer, bench, runStage and checks (the chain's and the workspace's).
 {
   pkgs,
   craneLib,
@@ -28,7 +28,7 @@ let
   chain = mkPgoBoltChain (
     import ./chain-args.nix {
       inherit pkgs valgrind;
-      inherit (workspace) runStage trainer;
+      inherit (workspace) runStage trainer bench;
       shapes = args.shapes or source.shapes;
       workload = args.workload or null;
     }
@@ -44,6 +44,6 @@ let
 in
 chain
 // {
-  inherit (workspace) trainer runStage;
+  inherit (workspace) trainer bench runStage;
   checks = chain.checks // workspace.checks;
 }

@@ -2,18 +2,18 @@
 # trains; on it the PGO and PGO+BOLT binaries must not need more instructions per request
 # than plain. Instructions, not throughput: valgrind's counts are stable to ~0.1% with one
 # worker and exact request counts, where throughput on a 2-core builder is not.
-# `trainer bench holdout` exits non-zero when a ratio exceeds 1.00, failing the check.
+# `bench holdout` exits non-zero when a ratio exceeds 1.00, failing the check.
 #
 # Arguments:
 #   valgrind  absolute path of the valgrind executable (pinned in Nix, Debian's on the host)
-#   trainer   absolute path of the trainer executable
+#   bench     absolute path of the bench executable (bench/)
 #   shapes    the shapes directory whose holdout shapes are measured (the one trained on)
 #   binName   the binary's name in each stage's bin/ (default "gateway")
 #
-# Returns the function nix/lib/chain.nix takes as `holdoutGate`.
+# Returns the function ../lib/chain.nix takes as `holdoutGate`.
 {
   valgrind,
-  trainer,
+  bench,
   shapes,
   binName ? "gateway",
 }:
@@ -24,7 +24,7 @@
   runStage,
 }:
 runStage "${binName}-check-holdout" { } ''
-  ${trainer} bench holdout \
+  ${bench} holdout \
     --variant plain=${plain}/bin/${binName} \
     --variant pgo=${pgo}/bin/${binName} \
     --variant pgo-bolt=${pgoBolt}/bin/${binName} \

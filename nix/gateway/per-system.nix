@@ -34,7 +34,7 @@ let
       valgrind = "${pkgs.valgrind}/bin/valgrind";
     };
   chain = gatewayChain { };
-  inherit (chain) trainer;
+  inherit (chain) trainer bench;
 
   # Release artifacts (tarball, OCI image) and their gate, checks.release: nix/release.
   release = import ../release {
@@ -75,7 +75,7 @@ in
       gateway-bolt-profile
       gateway-pgo-bolt
       ;
-    inherit trainer;
+    inherit trainer bench;
     default = chain.gateway-pgo-bolt;
   }
   // release.packages;
@@ -103,6 +103,10 @@ in
     trainer = {
       type = "app";
       program = "${trainer}/bin/trainer";
+    };
+    bench = {
+      type = "app";
+      program = "${bench}/bin/bench";
     };
     default = {
       type = "app";

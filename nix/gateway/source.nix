@@ -1,7 +1,7 @@
 # The sources, cut so that a change only rebuilds what it touches: `cargo` holds what cargo
-# needs (a README, nix/ or shapes/ change does not rebuild any binary); `shapes` is the
-# training data alone (a shapes change retrains, then rebuilds only the PGO stages); `tests`
-# is `cargo` plus shapes/ for the test suites that read them.
+# needs (a README, nix/, bench/ or shapes/ change does not rebuild any binary); `shapes` is
+# the training data alone (a shapes change retrains, then rebuilds only the PGO stages);
+# `tests` is `cargo` plus shapes/ for the test suites that read them; `bench` the bench.
 # builtins.path with a filter, not lib.fileset: lib.fileset needs builtins.readFileType, which
 # Nix 2.8 (Debian's nix-bin, tier b) lacks.
 #
@@ -54,6 +54,14 @@ in
   cargo = cut "gateway-src" cargoTop all;
   tests = cut "gateway-test-src" (cargoTop ++ [ "shapes" ]) all;
   manifests = cut "gateway-manifests" cargoTop manifest;
+  # The bench (bench/, a cargo workspace of its own, so that no chain stage's source holds
+  # it), with the trainer it depends on and the root manifest the trainer inherits its package
+  # fields from.
+  bench = cut "gateway-bench-src" [
+    "Cargo.toml"
+    "bench"
+    "trainer"
+  ] all;
   shapes = builtins.path {
     path = root + "/shapes";
     name = "gateway-shapes";

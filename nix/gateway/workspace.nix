@@ -1,6 +1,6 @@
-# This workspace's own crane builds beside the chain: the trainer (the workload's driver) and
-# the workspace checks (tests, clippy, fmt), on the same builder as the chain
-# (../lib/builder.nix).
+# This repository's own crane builds beside the chain: the trainer (the workload's driver),
+# the bench (checks.holdout runs it) and the workspace checks (tests, clippy, fmt), on the
+# same builder as the chain (../lib/builder.nix).
 #
 # Arguments:
 #   pkgs      nixpkgs
@@ -45,6 +45,28 @@ in
       CARGO_PROFILE_RELEASE_CODEGEN_UNITS = "16";
     };
   };
+
+  # bench/ is a cargo workspace of its own (no chain stage's source holds it): built from
+  # bench/ (sourceRoot) beside the trainer it depends on, in one derivation (no dependency
+  # build: nothing else reuses it). A tool like the trainer: no fat LTO.
+  bench = craneLib.buildPackage (
+    commonArgs
+    // {
+      pname = "bench";
+      src = source.bench;
+      sourceRoot = "gateway-bench-src/bench";
+      cargoLock = "${source.bench}/bench/Cargo.lock";
+      cargoArtifacts = null;
+      CARGO_PROFILE_RELEASE_LTO = "false";
+      CARGO_PROFILE_RELEASE_CODEGEN_UNITS = "16";
+      buildPhaseCargoCommand = ''
+        cargoBuildLog=$(mktemp cargoBuildLogXXXX.json)
+        CARGO_BUILD_LOG="$cargoBuildLog" CARGO_STDERR_LOG="$NIX_BUILD_TOP/cargo-stderr.log" \
+          STAGE_COMMON=${stage "common.sh"} \
+          bash ${stage "cargo-build.sh"} --release --locked --bin bench
+      '';
+    }
+  );
 
   checks = {
     # Unit and integration tests, including the ones that drive the real gateway on

@@ -48,7 +48,7 @@ for system in x86_64-linux aarch64-linux; do
     tr ',' '\n' </tmp/tier-b-$kind.json | sed 's/^[{ ]*/  /; s/}$//'
     echo
   done
-  for p in gateway gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt trainer default; do
+  for p in gateway gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt trainer bench default; do
     grep -q "\"$p\":\"/nix/store/" /tmp/tier-b-packages.json || fail "packages.$system.$p missing"
   done
   for c in tests clippy fmt pgo-proof closure holdout; do

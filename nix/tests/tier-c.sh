@@ -24,11 +24,11 @@ fail() {
 
 # The chain, then the workspace checks, all through nix/lib/builder.nix on the crane stand-in.
 CHAIN_ATTRS="trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile \
-gateway-pgo-bolt checks.pgo-proof checks.closure gateway checks.holdout checks.fmt checks.clippy \
+gateway-pgo-bolt checks.pgo-proof checks.closure gateway bench checks.holdout checks.fmt checks.clippy \
 checks.tests" "$repo/scripts/chain-nix-host.sh" "$outdir" || fail "the chain failed"
 
 r="$outdir/result-gateway-pgo-bolt"
-for attr in trainer gateway gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile \
+for attr in trainer bench gateway gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile \
   gateway-pgo-bolt checks.pgo-proof checks.closure checks.holdout checks.fmt checks.clippy checks.tests; do
   [ -e "$outdir/result-$attr" ] || fail "no result for $attr"
 done

@@ -66,7 +66,9 @@ unpackPhase() {
   if [[ $name =~ ^[a-z0-9]{32}- ]]; then name=${name:33}; fi
   cp -r --preserve=timestamps --no-preserve=mode,ownership "$src" "$name"
   chmod -R u+w "$name"
-  sourceRoot=$name
+  # A caller's sourceRoot (a directory inside the source, e.g. "src-name/sub") wins, as in
+  # stdenv.
+  [ -n "${sourceRoot:-}" ] || sourceRoot=$name
   runHook postUnpack
 }
 
