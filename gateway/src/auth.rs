@@ -9,17 +9,17 @@ use crate::config::ApiKey;
 use crate::ratelimit::Limiter;
 
 /// A configured key, compiled.
-pub struct KeyEntry {
-    pub name: Arc<str>,
+pub(crate) struct KeyEntry {
+    pub(crate) name: Arc<str>,
     secret: Box<[u8]>,
     /// Allowed model indexes; `None` = every model.
-    pub allowed: Option<Box<[bool]>>,
-    pub limiter: Option<Limiter>,
+    pub(crate) allowed: Option<Box<[bool]>>,
+    pub(crate) limiter: Option<Limiter>,
     /// The `/v1/models` body this key sees.
-    pub models_json: bytes::Bytes,
+    pub(crate) models_json: bytes::Bytes,
 }
 
-pub enum AuthOutcome<'a> {
+pub(crate) enum AuthOutcome<'a> {
     /// No keys configured: the gateway is open.
     Open,
     /// The key's index (for [`Keys::entry`]) and entry.
@@ -28,13 +28,13 @@ pub enum AuthOutcome<'a> {
     Invalid,
 }
 
-pub struct Keys {
+pub(crate) struct Keys {
     entries: Vec<KeyEntry>,
 }
 
 impl Keys {
     /// `model_index` maps model names to indexes; `models_json` renders a model list.
-    pub fn compile(
+    pub(crate) fn compile(
         keys: &[ApiKey],
         model_index: impl Fn(&str) -> usize,
         model_count: usize,
@@ -64,15 +64,11 @@ impl Keys {
         Ok(Keys { entries })
     }
 
-    pub fn entry(&self, index: usize) -> &KeyEntry {
+    pub(crate) fn entry(&self, index: usize) -> &KeyEntry {
         &self.entries[index]
     }
 
-    pub fn is_open(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    pub fn authenticate(&self, headers: &HeaderMap) -> AuthOutcome<'_> {
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> AuthOutcome<'_> {
         if self.entries.is_empty() {
             return AuthOutcome::Open;
         }
@@ -95,7 +91,7 @@ impl Keys {
 }
 
 impl KeyEntry {
-    pub fn may_use(&self, model: usize) -> bool {
+    pub(crate) fn may_use(&self, model: usize) -> bool {
         self.allowed.as_ref().is_none_or(|a| a[model])
     }
 }

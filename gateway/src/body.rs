@@ -6,11 +6,11 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 /// Boxed so passthrough streams, buffered JSON and errors share one type. The error type is
 /// the upstream's, so a failed upstream read aborts the client connection (a truncated stream
 /// is visible to the client, unlike a silently ended one).
-pub type GatewayBody = BoxBody<Bytes, BodyError>;
+pub(crate) type GatewayBody = BoxBody<Bytes, BodyError>;
 
-pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
 
-pub fn full(bytes: impl Into<Bytes>) -> GatewayBody {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> GatewayBody {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed()

@@ -12,11 +12,11 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::config::Upstream;
 
-pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// Builds the client: keep-alive pool, TCP_NODELAY (Nagle + delayed ACK would add ~40 ms),
 /// connect timeout, and rustls with the webpki roots plus an optional extra CA file.
-pub fn build(cfg: &Upstream) -> Result<UpstreamClient, String> {
+pub(crate) fn build(cfg: &Upstream) -> Result<UpstreamClient, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(path) = &cfg.extra_ca_file {

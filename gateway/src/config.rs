@@ -14,7 +14,7 @@ use crate::dialect::Provider;
 
 /// Where a configuration error was found, and what is wrong.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read {
         path: PathBuf,
@@ -33,10 +33,10 @@ pub enum ConfigError {
 /// Knobs of the translation between dialects (`[translation]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Translation {
+pub(crate) struct Translation {
     /// `max_tokens` sent to an Anthropic target when a translated client sent none
     /// (Anthropic requires it; OpenAI clients may omit it). A model may override it.
-    pub default_max_tokens: u64,
+    pub(crate) default_max_tokens: u64,
 }
 
 impl Default for Translation {
@@ -50,75 +50,75 @@ impl Default for Translation {
 /// Requests and tokens per minute; either may be absent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RateLimit {
-    pub requests_per_minute: Option<u64>,
-    pub tokens_per_minute: Option<u64>,
+pub(crate) struct RateLimit {
+    pub(crate) requests_per_minute: Option<u64>,
+    pub(crate) tokens_per_minute: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Target {
-    pub provider: Provider,
+pub(crate) struct Target {
+    pub(crate) provider: Provider,
     /// Scheme, host, port and optional path prefix, e.g. `https://api.openai.com`.
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// The model name sent upstream.
-    pub model: String,
+    pub(crate) model: String,
     /// Name of the environment variable holding the upstream key (the key itself is never in
     /// the file, in logs or in errors). Absent: no key is sent.
-    pub api_key_env: Option<String>,
+    pub(crate) api_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Model {
+pub(crate) struct Model {
     /// The client-facing model name.
-    pub name: String,
+    pub(crate) name: String,
     /// Tried in order: on connect failure or a 5xx before the first response byte, the next.
-    pub targets: Vec<Target>,
-    pub rate_limit: Option<RateLimit>,
+    pub(crate) targets: Vec<Target>,
+    pub(crate) rate_limit: Option<RateLimit>,
     /// Client headers forwarded to this model's targets on top of the fixed allow-list
     /// (`crate::headers`). Credentials, framing and hop-by-hop headers are refused.
     #[serde(default)]
-    pub forward_headers: Vec<String>,
+    pub(crate) forward_headers: Vec<String>,
     /// Overrides `translation.default_max_tokens` for this model.
-    pub default_max_tokens: Option<u64>,
+    pub(crate) default_max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ApiKey {
+pub(crate) struct ApiKey {
     /// A label for logs and metrics; never the key.
-    pub name: String,
+    pub(crate) name: String,
     /// The key itself, or ...
-    pub key: Option<String>,
+    pub(crate) key: Option<String>,
     /// ... the name of an environment variable holding it.
-    pub key_env: Option<String>,
+    pub(crate) key_env: Option<String>,
     /// Models this key may use; absent = all.
-    pub models: Option<Vec<String>>,
-    pub rate_limit: Option<RateLimit>,
+    pub(crate) models: Option<Vec<String>>,
+    pub(crate) rate_limit: Option<RateLimit>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Server {
-    pub listen: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) listen: SocketAddr,
     /// Serve `/metrics` on this address instead of the main listener.
-    pub metrics_listen: Option<SocketAddr>,
+    pub(crate) metrics_listen: Option<SocketAddr>,
     /// Tokio worker threads; 0 = one per core.
-    pub workers: usize,
-    pub max_body_bytes: usize,
-    pub header_read_timeout_ms: u64,
+    pub(crate) workers: usize,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) header_read_timeout_ms: u64,
     /// The longest a request body may take to arrive, from the end of its head: stalled or
     /// trickled uploads get 408 instead of holding a connection and its buffer for ever.
-    pub body_read_timeout_ms: u64,
+    pub(crate) body_read_timeout_ms: u64,
     /// The longest a client may go without accepting any bytes the gateway has to write:
     /// a client that stops reading is disconnected, releasing its stream and upstream.
-    pub client_write_timeout_ms: u64,
+    pub(crate) client_write_timeout_ms: u64,
     /// Open client connections at most (clamped to what the fd limit allows); the next
     /// one gets a 503 and is closed.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// How long in-flight requests (streams too) may run after SIGTERM/SIGINT.
-    pub shutdown_grace_ms: u64,
+    pub(crate) shutdown_grace_ms: u64,
 }
 
 impl Default for Server {
@@ -139,22 +139,22 @@ impl Default for Server {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Upstream {
-    pub connect_timeout_ms: u64,
+pub(crate) struct Upstream {
+    pub(crate) connect_timeout_ms: u64,
     /// Time from sending the request to the response head.
-    pub first_byte_timeout_ms: u64,
+    pub(crate) first_byte_timeout_ms: u64,
     /// Longest silence allowed between two body chunks. There is deliberately no
     /// total-duration cap: it would cut long streams.
-    pub idle_timeout_ms: u64,
+    pub(crate) idle_timeout_ms: u64,
     /// Idle pooled connections per upstream host.
-    pub pool_max_idle_per_host: usize,
+    pub(crate) pool_max_idle_per_host: usize,
     /// Extra PEM CA bundle trusted for HTTPS upstreams (private CAs).
-    pub extra_ca_file: Option<PathBuf>,
+    pub(crate) extra_ca_file: Option<PathBuf>,
     /// Largest non-streaming upstream body buffered (to read its usage); larger: 502.
-    pub max_response_body_bytes: usize,
+    pub(crate) max_response_body_bytes: usize,
     /// Non-streaming upstream bytes buffered at once, over every request; a response that
     /// does not fit gets 503 rather than growing memory without bound.
-    pub max_buffered_bytes: usize,
+    pub(crate) max_buffered_bytes: usize,
 }
 
 impl Default for Upstream {
@@ -174,7 +174,7 @@ impl Default for Upstream {
 /// Where access-log lines go.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum AccessLogSink {
+pub(crate) enum AccessLogSink {
     Stdout,
     Stderr,
     Off,
@@ -182,9 +182,9 @@ pub enum AccessLogSink {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Observability {
-    pub access_log: AccessLogSink,
-    pub metrics: bool,
+pub(crate) struct Observability {
+    pub(crate) access_log: AccessLogSink,
+    pub(crate) metrics: bool,
 }
 
 impl Default for Observability {
@@ -198,24 +198,24 @@ impl Default for Observability {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     #[serde(default)]
-    pub server: Server,
+    pub(crate) server: Server,
     #[serde(default)]
-    pub upstream: Upstream,
+    pub(crate) upstream: Upstream,
     #[serde(default)]
-    pub observability: Observability,
+    pub(crate) observability: Observability,
     #[serde(default)]
-    pub translation: Translation,
+    pub(crate) translation: Translation,
     /// Gateway API keys. None configured = no authentication (local use only).
     #[serde(default)]
-    pub keys: Vec<ApiKey>,
-    pub models: Vec<Model>,
+    pub(crate) keys: Vec<ApiKey>,
+    pub(crate) models: Vec<Model>,
 }
 
 impl Config {
     /// Reads, parses and validates a config file.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
@@ -224,7 +224,7 @@ impl Config {
     }
 
     /// Parses and validates config text; `path` only names the file in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: describe_toml_error(&e),
@@ -403,7 +403,7 @@ impl Config {
 
 impl ApiKey {
     /// The key's secret: inline, or read from its environment variable.
-    pub fn secret(&self) -> Option<String> {
+    pub(crate) fn secret(&self) -> Option<String> {
         match (&self.key, &self.key_env) {
             (Some(k), _) => Some(k.clone()),
             (None, Some(var)) => env_secret(var).ok(),
@@ -414,7 +414,7 @@ impl ApiKey {
 
 /// A secret from an environment variable, without surrounding whitespace: `echo key >
 /// file`-style values end in a newline that is never part of the key.
-pub fn env_secret(var: &str) -> Result<String, String> {
+pub(crate) fn env_secret(var: &str) -> Result<String, String> {
     if var.is_empty() {
         return Err("environment variable name must not be empty".into());
     }
@@ -440,7 +440,7 @@ fn check_upstream_key(var: &str, provider: Provider) -> Result<(), String> {
 }
 
 /// `metrics_listen` must not be the main listener's address (port 0 picks two ports).
-pub fn check_listeners(server: &Server) -> Result<(), (&'static str, String)> {
+pub(crate) fn check_listeners(server: &Server) -> Result<(), (&'static str, String)> {
     match server.metrics_listen {
         Some(m) if m == server.listen && m.port() != 0 => Err((
             "server.metrics_listen",

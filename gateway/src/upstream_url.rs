@@ -5,14 +5,14 @@ use http::Uri;
 
 /// A validated upstream base URL: scheme, authority and an optional path prefix.
 #[derive(Debug, Clone)]
-pub struct UpstreamUrl {
+pub(crate) struct UpstreamUrl {
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
     prefix: String,
 }
 
 impl UpstreamUrl {
-    pub fn parse(raw: &str) -> Result<UpstreamUrl, String> {
+    pub(crate) fn parse(raw: &str) -> Result<UpstreamUrl, String> {
         // Errors quote the URL without any `user:pass@`, which must never reach a log.
         let shown = redact_userinfo(raw);
         let s = shown.as_str();
@@ -47,7 +47,7 @@ impl UpstreamUrl {
     }
 
     /// The full URI of `path` (e.g. `/v1/messages`) on this upstream.
-    pub fn join(&self, path: &str) -> Uri {
+    pub(crate) fn join(&self, path: &str) -> Uri {
         Uri::builder()
             .scheme(self.scheme.clone())
             .authority(self.authority.clone())
@@ -58,7 +58,7 @@ impl UpstreamUrl {
 }
 
 /// `raw` with the userinfo of its authority (`user:pass@`) replaced by `***@`.
-pub fn redact_userinfo(raw: &str) -> String {
+pub(crate) fn redact_userinfo(raw: &str) -> String {
     let start = raw.find("://").map_or(0, |i| i + 3);
     let end = raw[start..]
         .find(['/', '?', '#'])

@@ -14,14 +14,14 @@ use hyper::body::Incoming;
 use tokio::time::{Instant, Sleep};
 
 use crate::body::BodyError;
-use crate::completion::Completion;
 use crate::metrics::UpstreamErrorKind;
+use crate::settle::Settlement;
 use crate::sse::SseParser;
 use crate::usage::StreamUsage;
 
 use super::encoding::GzSide;
 
-pub struct AccountedStream {
+pub(crate) struct AccountedStream {
     upstream: Incoming,
     parser: SseParser,
     usage: StreamUsage,
@@ -30,7 +30,7 @@ pub struct AccountedStream {
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
-    completion: Option<Completion>,
+    settlement: Option<Settlement>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,14 +42,14 @@ struct IdleTimeout(Duration);
 struct Truncated;
 
 impl AccountedStream {
-    pub fn new(
+    pub(crate) fn new(
         upstream: Incoming,
-        mut completion: Completion,
+        mut settlement: Settlement,
         idle_timeout: Duration,
         gzip: bool,
     ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
-        completion.error = Some("client_disconnected");
+        settlement.error = Some("client_disconnected");
         AccountedStream {
             upstream,
             parser: SseParser::new(),
@@ -57,21 +57,21 @@ impl AccountedStream {
             gzip: gzip.then(Box::default),
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
-            completion: Some(completion),
+            settlement: Some(settlement),
         }
     }
 
     /// The upstream broke mid-stream: a 502 in metrics and the log (the client already has
     /// a 200 head and sees a cut stream), counted as an upstream read error.
     fn upstream_broke(&mut self) {
-        if let Some(slot) = self.completion.as_ref().and_then(|c| c.model_slot()) {
+        if let Some(slot) = self.settlement.as_ref().and_then(|c| c.model_slot()) {
             slot.upstream_error(UpstreamErrorKind::Read);
         }
         self.end(Some("upstream_read_error"), Some(502));
     }
 
     fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
-        if let Some(mut c) = self.completion.take() {
+        if let Some(mut c) = self.settlement.take() {
             c.usage = self.usage.usage();
             c.error = error;
             if let Some(s) = status {
@@ -83,7 +83,7 @@ impl AccountedStream {
 
 impl Drop for AccountedStream {
     fn drop(&mut self) {
-        if let Some(c) = &mut self.completion {
+        if let Some(c) = &mut self.settlement {
             c.usage = self.usage.usage();
         }
     }

@@ -14,13 +14,13 @@ use hyper::body::Incoming;
 use tokio::time::{Instant, Sleep};
 
 use crate::body::BodyError;
-use crate::completion::Completion;
 use crate::metrics::UpstreamErrorKind;
+use crate::settle::Settlement;
 use crate::translate::stream::Translator;
 
 use super::encoding::GzSide;
 
-pub struct TranslatedStream {
+pub(crate) struct TranslatedStream {
     upstream: Incoming,
     translator: Translator,
     /// Set when the upstream gzips its stream although asked not to.
@@ -28,7 +28,7 @@ pub struct TranslatedStream {
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
-    completion: Option<Completion>,
+    settlement: Option<Settlement>,
     /// The client has its whole answer: the body is over whatever the upstream still sends.
     finished: bool,
 }
@@ -38,27 +38,27 @@ pub struct TranslatedStream {
 struct IdleTimeout(Duration);
 
 impl TranslatedStream {
-    pub fn new(
+    pub(crate) fn new(
         upstream: Incoming,
         translator: Translator,
-        mut completion: Completion,
+        mut settlement: Settlement,
         idle_timeout: Duration,
         gzip: bool,
     ) -> Self {
-        completion.error = Some("client_disconnected");
+        settlement.error = Some("client_disconnected");
         TranslatedStream {
             upstream,
             translator,
             gzip: gzip.then(Box::default),
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
-            completion: Some(completion),
+            settlement: Some(settlement),
             finished: false,
         }
     }
 
     fn upstream_broke(&mut self) {
-        if let Some(slot) = self.completion.as_ref().and_then(|c| c.model_slot()) {
+        if let Some(slot) = self.settlement.as_ref().and_then(|c| c.model_slot()) {
             slot.upstream_error(UpstreamErrorKind::Read);
         }
         self.end(Some("upstream_read_error"), Some(502));
@@ -66,7 +66,7 @@ impl TranslatedStream {
 
     fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
         self.finished = true;
-        if let Some(mut c) = self.completion.take() {
+        if let Some(mut c) = self.settlement.take() {
             c.usage = self.usage();
             c.error = error;
             if let Some(s) = status {
@@ -86,7 +86,7 @@ impl TranslatedStream {
 impl Drop for TranslatedStream {
     fn drop(&mut self) {
         let usage = self.usage();
-        if let Some(c) = &mut self.completion {
+        if let Some(c) = &mut self.settlement {
             c.usage = usage;
         }
     }

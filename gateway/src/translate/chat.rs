@@ -25,7 +25,7 @@ const IGNORED: [&str; 6] = [
 ];
 
 /// Decodes a chat completions request body.
-pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
     let o = object(v, "body")?;
     let mut r = Request::default();
     for (key, val) in o {
@@ -273,7 +273,7 @@ fn decode_tool_choice(v: &Value) -> Result<ToolChoice, TranslateError> {
 }
 
 /// Encodes a hub request for an OpenAI or OpenAI-compatible chat upstream.
-pub fn encode_request(r: &Request, t: TargetInfo<'_>) -> Value {
+pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Value {
     let mut messages = Vec::new();
     if !r.system.is_empty() {
         messages.push(json!({"role": "system", "content": r.system.join("\n\n")}));
@@ -418,7 +418,7 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
 }
 
 /// Reads a chat `finish_reason`.
-pub fn stop_from(reason: Option<&str>) -> StopReason {
+pub(crate) fn stop_from(reason: Option<&str>) -> StopReason {
     match reason {
         Some("length") => StopReason::MaxTokens,
         Some("tool_calls" | "function_call") => StopReason::ToolUse,
@@ -427,7 +427,7 @@ pub fn stop_from(reason: Option<&str>) -> StopReason {
     }
 }
 
-pub fn finish_reason(s: StopReason) -> &'static str {
+pub(crate) fn finish_reason(s: StopReason) -> &'static str {
     match s {
         StopReason::EndTurn | StopReason::StopSequence => "stop",
         StopReason::MaxTokens => "length",
@@ -437,7 +437,7 @@ pub fn finish_reason(s: StopReason) -> &'static str {
 }
 
 /// Reads a chat `usage` object.
-pub fn usage_from(u: &Value) -> Usage {
+pub(crate) fn usage_from(u: &Value) -> Usage {
     Usage {
         input: up_u64(u, "prompt_tokens"),
         cache_read: u
@@ -448,7 +448,7 @@ pub fn usage_from(u: &Value) -> Usage {
     }
 }
 
-pub fn usage_json(u: &Usage) -> Value {
+pub(crate) fn usage_json(u: &Usage) -> Value {
     json!({
         "prompt_tokens": u.input,
         "completion_tokens": u.output,
@@ -458,7 +458,7 @@ pub fn usage_json(u: &Usage) -> Value {
 }
 
 /// Decodes an upstream chat completion.
-pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
+pub(crate) fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
     let choice = v
         .get("choices")
         .and_then(|c| c.get(0))
@@ -500,7 +500,7 @@ pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
 }
 
 /// Encodes a hub answer as a chat completion.
-pub fn encode_response(r: &Response) -> Value {
+pub(crate) fn encode_response(r: &Response) -> Value {
     let text: String = r
         .output
         .iter()

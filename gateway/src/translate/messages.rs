@@ -13,7 +13,7 @@ use super::json::{
 use super::{TargetInfo, TranslateError, UpstreamShapeError};
 
 /// Decodes an Anthropic messages request body.
-pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
     let o = object(v, "body")?;
     let mut r = Request::default();
     for (key, val) in o {
@@ -218,7 +218,7 @@ fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> 
 /// Encodes a hub request for an Anthropic upstream: consecutive same-role messages merge
 /// into one turn (Anthropic needs alternating turns); `max_tokens` falls back to the
 /// configured default.
-pub fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, TranslateError> {
+pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, TranslateError> {
     let mut messages: Vec<Value> = Vec::new();
     let mut last_role = None;
     for (i, m) in r.messages.iter().enumerate() {
@@ -359,7 +359,7 @@ fn image_source(i: &Image) -> Value {
     }
 }
 
-pub fn stop_from(reason: Option<&str>) -> StopReason {
+pub(crate) fn stop_from(reason: Option<&str>) -> StopReason {
     match reason {
         Some("max_tokens" | "model_context_window_exceeded") => StopReason::MaxTokens,
         Some("tool_use") => StopReason::ToolUse,
@@ -369,7 +369,7 @@ pub fn stop_from(reason: Option<&str>) -> StopReason {
     }
 }
 
-pub fn stop_reason(s: StopReason) -> &'static str {
+pub(crate) fn stop_reason(s: StopReason) -> &'static str {
     match s {
         StopReason::EndTurn => "end_turn",
         StopReason::StopSequence => "stop_sequence",
@@ -380,7 +380,7 @@ pub fn stop_reason(s: StopReason) -> &'static str {
 }
 
 /// Reads an Anthropic `usage` object: its `input_tokens` excludes cache reads and writes.
-pub fn usage_from(u: &Value) -> Usage {
+pub(crate) fn usage_from(u: &Value) -> Usage {
     let cache_read = up_u64(u, "cache_read_input_tokens");
     let cache_creation = up_u64(u, "cache_creation_input_tokens");
     Usage {
@@ -393,7 +393,7 @@ pub fn usage_from(u: &Value) -> Usage {
     }
 }
 
-pub fn usage_json(u: &Usage) -> Value {
+pub(crate) fn usage_json(u: &Usage) -> Value {
     json!({
         "input_tokens": u.uncached_input(),
         "output_tokens": u.output,
@@ -403,7 +403,7 @@ pub fn usage_json(u: &Usage) -> Value {
 }
 
 /// Decodes an upstream Anthropic message.
-pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
+pub(crate) fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
     let mut output = Vec::new();
     let content = v
         .get("content")
@@ -432,7 +432,7 @@ pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
 }
 
 /// Encodes a hub answer as an Anthropic message.
-pub fn encode_response(r: &Response) -> Value {
+pub(crate) fn encode_response(r: &Response) -> Value {
     let content: Vec<Value> = r
         .output
         .iter()

@@ -24,7 +24,7 @@ const IGNORED: [&str; 7] = [
 ];
 
 /// Decodes a Responses request body.
-pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
     let o = object(v, "body")?;
     let mut r = Request::default();
     for (key, val) in o {
@@ -232,7 +232,7 @@ fn decode_tool_choice(v: &Value, api: &'static str) -> Result<ToolChoice, Transl
     }
 }
 
-pub fn usage_json(u: &Usage) -> Value {
+pub(crate) fn usage_json(u: &Usage) -> Value {
     json!({
         "input_tokens": u.input,
         "input_tokens_details": {"cached_tokens": u.cache_read},
@@ -243,7 +243,7 @@ pub fn usage_json(u: &Usage) -> Value {
 }
 
 /// `status` and `incomplete_details` for a stop reason.
-pub fn status(stop: StopReason) -> (&'static str, Value) {
+pub(crate) fn status(stop: StopReason) -> (&'static str, Value) {
     match stop {
         StopReason::MaxTokens => ("incomplete", json!({"reason": "max_output_tokens"})),
         StopReason::ContentFilter => ("incomplete", json!({"reason": "content_filter"})),
@@ -252,26 +252,26 @@ pub fn status(stop: StopReason) -> (&'static str, Value) {
 }
 
 /// The ids of output items, derived from the upstream's ids.
-pub fn response_id(upstream_id: &str) -> String {
+pub(crate) fn response_id(upstream_id: &str) -> String {
     format!("resp_{upstream_id}")
 }
 
-pub fn message_item_id(upstream_id: &str, index: usize) -> String {
+pub(crate) fn message_item_id(upstream_id: &str, index: usize) -> String {
     format!("msg_{upstream_id}_{index}")
 }
 
-pub fn call_item_id(call_id: &str) -> String {
+pub(crate) fn call_item_id(call_id: &str) -> String {
     format!("fc_{call_id}")
 }
 
-pub fn text_item(id: &str, status: &str, text: &str) -> Value {
+pub(crate) fn text_item(id: &str, status: &str, text: &str) -> Value {
     json!({
         "type": "message", "id": id, "status": status, "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
     })
 }
 
-pub fn call_item(call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+pub(crate) fn call_item(call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
     json!({
         "type": "function_call", "id": call_item_id(call_id), "call_id": call_id,
         "name": name, "arguments": arguments, "status": status,
@@ -279,7 +279,7 @@ pub fn call_item(call_id: &str, name: &str, arguments: &str, status: &str) -> Va
 }
 
 /// A whole response object; `stop`/`usage` absent while it is in progress.
-pub fn response_object(
+pub(crate) fn response_object(
     id: &str,
     model: &str,
     created: u64,
@@ -305,7 +305,7 @@ pub fn response_object(
 }
 
 /// Encodes a hub answer as a Responses object.
-pub fn encode_response(r: &Response) -> Value {
+pub(crate) fn encode_response(r: &Response) -> Value {
     let output = r
         .output
         .iter()
