@@ -28,6 +28,11 @@ pub(crate) enum AuthOutcome<'a> {
     Invalid,
 }
 
+/// A key whose secret vanished between validation and compilation (its env var was unset).
+#[derive(Debug, thiserror::Error)]
+#[error("key {0:?}: its secret is not set")]
+pub(crate) struct UnsetSecret(String);
+
 pub(crate) struct Keys {
     entries: Vec<KeyEntry>,
 }
@@ -39,12 +44,10 @@ impl Keys {
         model_index: impl Fn(&str) -> usize,
         model_count: usize,
         models_json: impl Fn(Option<&[bool]>) -> bytes::Bytes,
-    ) -> Result<Keys, String> {
+    ) -> Result<Keys, UnsetSecret> {
         let mut entries = Vec::with_capacity(keys.len());
         for k in keys {
-            let secret = k
-                .secret()
-                .ok_or_else(|| format!("key {:?}: its secret is not set", k.name))?;
+            let secret = k.secret().ok_or_else(|| UnsetSecret(k.name.clone()))?;
             let allowed = k.models.as_ref().map(|names| {
                 let mut allowed = vec![false; model_count];
                 for n in names {

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::dialect::Provider;
+use crate::headers::ForwardError;
+use crate::upstream_url::UrlError;
 
 /// Where a configuration error was found, and what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -22,12 +24,67 @@ pub(crate) enum ConfigError {
     },
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
-    #[error("invalid config file {path}: `{key}`: {message}")]
+    #[error("invalid config file {path}: {invalid}")]
+    Invalid { path: PathBuf, invalid: Invalid },
+}
+
+/// One invalid key: its dotted path (`models[0].targets[1].base_url`) and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("`{key}`: {problem}")]
+pub(crate) struct Invalid {
+    key: String,
+    problem: Problem,
+}
+
+fn invalid(key: impl Into<String>, problem: impl Into<Problem>) -> Invalid {
     Invalid {
-        path: PathBuf,
-        key: String,
-        message: String,
-    },
+        key: key.into(),
+        problem: problem.into(),
+    }
+}
+
+/// What is wrong with a key's value.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Problem {
+    /// A rule the value breaks, e.g. "must be > 0".
+    #[error("{0}")]
+    Rule(&'static str),
+    #[error("{} is not a readable file", .0.display())]
+    NotAFile(PathBuf),
+    #[error("duplicate model name {0:?}")]
+    DuplicateModel(String),
+    #[error("duplicate key name {0:?}")]
+    DuplicateKey(String),
+    #[error("unknown model {0:?}")]
+    UnknownModel(String),
+    #[error("{0} is also server.listen; use another address or leave it unset")]
+    SameListener(SocketAddr),
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[error(transparent)]
+    Header(#[from] ForwardError),
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// Never quotes the key itself.
+    #[error("the key in environment variable {0} is not a valid HTTP header value")]
+    UpstreamKey(String),
+}
+
+impl From<&'static str> for Problem {
+    fn from(rule: &'static str) -> Problem {
+        Problem::Rule(rule)
+    }
+}
+
+/// Why a secret could not be read from its environment variable (never quotes a value).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EnvError {
+    #[error("environment variable name must not be empty")]
+    EmptyName,
+    #[error("environment variable {0} is empty")]
+    Empty(String),
+    #[error("environment variable {0} is not set")]
+    NotSet(String),
 }
 
 /// Knobs of the translation between dialects (`[translation]`).
@@ -234,16 +291,15 @@ impl Config {
     }
 
     fn validate(&self, path: &Path) -> Result<(), ConfigError> {
-        let invalid = |key: String, message: String| ConfigError::Invalid {
+        self.check().map_err(|invalid| ConfigError::Invalid {
             path: path.to_owned(),
-            key,
-            message,
-        };
+            invalid,
+        })
+    }
+
+    fn check(&self) -> Result<(), Invalid> {
         if self.models.is_empty() {
-            return Err(invalid(
-                "models".into(),
-                "at least one model is required".into(),
-            ));
+            return Err(invalid("models", "at least one model is required"));
         }
         for (key, v) in [
             ("server.max_body_bytes", self.server.max_body_bytes),
@@ -258,22 +314,19 @@ impl Config {
             ),
         ] {
             if v == 0 {
-                return Err(invalid(key.into(), "must be > 0".into()));
+                return Err(invalid(key, "must be > 0"));
             }
         }
         if self.upstream.max_buffered_bytes < self.upstream.max_response_body_bytes {
             return Err(invalid(
-                "upstream.max_buffered_bytes".into(),
-                "must be at least upstream.max_response_body_bytes".into(),
+                "upstream.max_buffered_bytes",
+                "must be at least upstream.max_response_body_bytes",
             ));
         }
         if self.translation.default_max_tokens == 0 {
-            return Err(invalid(
-                "translation.default_max_tokens".into(),
-                "must be > 0".into(),
-            ));
+            return Err(invalid("translation.default_max_tokens", "must be > 0"));
         }
-        check_listeners(&self.server).map_err(|(k, m)| invalid(k.into(), m))?;
+        listeners(&self.server)?;
         for (key, v) in [
             (
                 "server.header_read_timeout_ms",
@@ -298,14 +351,14 @@ impl Config {
             ("upstream.idle_timeout_ms", self.upstream.idle_timeout_ms),
         ] {
             if v == 0 {
-                return Err(invalid(key.into(), "must be > 0 milliseconds".into()));
+                return Err(invalid(key, "must be > 0 milliseconds"));
             }
         }
         if let Some(ca) = &self.upstream.extra_ca_file {
             if !ca.is_file() {
                 return Err(invalid(
-                    "upstream.extra_ca_file".into(),
-                    format!("{} is not a readable file", ca.display()),
+                    "upstream.extra_ca_file",
+                    Problem::NotAFile(ca.clone()),
                 ));
             }
         }
@@ -314,45 +367,41 @@ impl Config {
         for (i, m) in self.models.iter().enumerate() {
             let at = format!("models[{i}]");
             if m.name.is_empty() {
-                return Err(invalid(format!("{at}.name"), "must not be empty".into()));
+                return Err(invalid(format!("{at}.name"), "must not be empty"));
             }
             if !names.insert(m.name.as_str()) {
                 return Err(invalid(
                     format!("{at}.name"),
-                    format!("duplicate model name {:?}", m.name),
+                    Problem::DuplicateModel(m.name.clone()),
                 ));
             }
             if m.targets.is_empty() {
                 return Err(invalid(
                     format!("{at}.targets"),
-                    "at least one target is required".into(),
+                    "at least one target is required",
                 ));
             }
             if let Some(rl) = &m.rate_limit {
-                check_rate_limit(rl, &format!("{at}.rate_limit"))
-                    .map_err(|(k, msg)| invalid(k, msg))?;
+                check_rate_limit(rl, &format!("{at}.rate_limit"))?;
             }
             if m.default_max_tokens == Some(0) {
-                return Err(invalid(
-                    format!("{at}.default_max_tokens"),
-                    "must be > 0".into(),
-                ));
+                return Err(invalid(format!("{at}.default_max_tokens"), "must be > 0"));
             }
             for (j, h) in m.forward_headers.iter().enumerate() {
                 crate::headers::check_extra_forward(h)
-                    .map_err(|msg| invalid(format!("{at}.forward_headers[{j}]"), msg))?;
+                    .map_err(|e| invalid(format!("{at}.forward_headers[{j}]"), e))?;
             }
             for (j, t) in m.targets.iter().enumerate() {
                 let at = format!("{at}.targets[{j}]");
-                if let Err(msg) = crate::upstream_url::UpstreamUrl::parse(&t.base_url) {
-                    return Err(invalid(format!("{at}.base_url"), msg));
+                if let Err(e) = crate::upstream_url::UpstreamUrl::parse(&t.base_url) {
+                    return Err(invalid(format!("{at}.base_url"), e));
                 }
                 if t.model.is_empty() {
-                    return Err(invalid(format!("{at}.model"), "must not be empty".into()));
+                    return Err(invalid(format!("{at}.model"), "must not be empty"));
                 }
                 if let Some(var) = &t.api_key_env {
                     check_upstream_key(var, t.provider)
-                        .map_err(|msg| invalid(format!("{at}.api_key_env"), msg))?;
+                        .map_err(|e| invalid(format!("{at}.api_key_env"), e))?;
                 }
             }
         }
@@ -363,22 +412,19 @@ impl Config {
             if !key_names.insert(k.name.as_str()) {
                 return Err(invalid(
                     format!("{at}.name"),
-                    format!("duplicate key name {:?}", k.name),
+                    Problem::DuplicateKey(k.name.clone()),
                 ));
             }
             match (&k.key, &k.key_env) {
                 (Some(_), Some(_)) => {
-                    return Err(invalid(
-                        at.clone(),
-                        "set `key` or `key_env`, not both".into(),
-                    ))
+                    return Err(invalid(at.clone(), "set `key` or `key_env`, not both"))
                 }
-                (None, None) => return Err(invalid(at.clone(), "set `key` or `key_env`".into())),
+                (None, None) => return Err(invalid(at.clone(), "set `key` or `key_env`")),
                 (Some(key), None) if key.is_empty() => {
-                    return Err(invalid(format!("{at}.key"), "must not be empty".into()))
+                    return Err(invalid(format!("{at}.key"), "must not be empty"))
                 }
                 (None, Some(var)) => {
-                    check_env_var(var).map_err(|msg| invalid(format!("{at}.key_env"), msg))?
+                    check_env_var(var).map_err(|e| invalid(format!("{at}.key_env"), e))?
                 }
                 _ => {}
             }
@@ -387,14 +433,13 @@ impl Config {
                     if !names.contains(m.as_str()) {
                         return Err(invalid(
                             format!("{at}.models[{j}]"),
-                            format!("unknown model {m:?}"),
+                            Problem::UnknownModel(m.clone()),
                         ));
                     }
                 }
             }
             if let Some(rl) = &k.rate_limit {
-                check_rate_limit(rl, &format!("{at}.rate_limit"))
-                    .map_err(|(k, msg)| invalid(k, msg))?;
+                check_rate_limit(rl, &format!("{at}.rate_limit"))?;
             }
         }
         Ok(())
@@ -414,47 +459,53 @@ impl ApiKey {
 
 /// A secret from an environment variable, without surrounding whitespace: `echo key >
 /// file`-style values end in a newline that is never part of the key.
-pub(crate) fn env_secret(var: &str) -> Result<String, String> {
+pub(crate) fn env_secret(var: &str) -> Result<String, EnvError> {
     if var.is_empty() {
-        return Err("environment variable name must not be empty".into());
+        return Err(EnvError::EmptyName);
     }
     match std::env::var(var) {
         Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
-        Ok(_) => Err(format!("environment variable {var} is empty")),
-        Err(_) => Err(format!("environment variable {var} is not set")),
+        Ok(_) => Err(EnvError::Empty(var.to_owned())),
+        Err(_) => Err(EnvError::NotSet(var.to_owned())),
     }
 }
 
-fn check_env_var(var: &str) -> Result<(), String> {
+fn check_env_var(var: &str) -> Result<(), EnvError> {
     env_secret(var).map(|_| ())
 }
 
 /// The upstream key must become a header value; the message never quotes the key.
-fn check_upstream_key(var: &str, provider: Provider) -> Result<(), String> {
+fn check_upstream_key(var: &str, provider: Provider) -> Result<(), Problem> {
     let key = env_secret(var)?;
     crate::headers::upstream_auth(provider, &key)
         .map(|_| ())
-        .map_err(|_| {
-            format!("the key in environment variable {var} is not a valid HTTP header value")
-        })
+        .map_err(|_| Problem::UpstreamKey(var.to_owned()))
+}
+
+/// `metrics_listen` must not be the main listener's address, checked again once the command
+/// line may have changed `listen`; `path` names the file in the error.
+pub(crate) fn check_listeners(server: &Server, path: &Path) -> Result<(), ConfigError> {
+    listeners(server).map_err(|invalid| ConfigError::Invalid {
+        path: path.to_owned(),
+        invalid,
+    })
 }
 
 /// `metrics_listen` must not be the main listener's address (port 0 picks two ports).
-pub(crate) fn check_listeners(server: &Server) -> Result<(), (&'static str, String)> {
+fn listeners(server: &Server) -> Result<(), Invalid> {
     match server.metrics_listen {
-        Some(m) if m == server.listen && m.port() != 0 => Err((
-            "server.metrics_listen",
-            format!("{m} is also server.listen; use another address or leave it unset"),
-        )),
+        Some(m) if m == server.listen && m.port() != 0 => {
+            Err(invalid("server.metrics_listen", Problem::SameListener(m)))
+        }
         _ => Ok(()),
     }
 }
 
-fn check_rate_limit(rl: &RateLimit, at: &str) -> Result<(), (String, String)> {
+fn check_rate_limit(rl: &RateLimit, at: &str) -> Result<(), Invalid> {
     if rl.requests_per_minute.is_none() && rl.tokens_per_minute.is_none() {
-        return Err((
-            at.to_owned(),
-            "set requests_per_minute and/or tokens_per_minute".into(),
+        return Err(invalid(
+            at,
+            "set requests_per_minute and/or tokens_per_minute",
         ));
     }
     for (k, v) in [
@@ -462,7 +513,7 @@ fn check_rate_limit(rl: &RateLimit, at: &str) -> Result<(), (String, String)> {
         ("tokens_per_minute", rl.tokens_per_minute),
     ] {
         if v == Some(0) {
-            return Err((format!("{at}.{k}"), "must be > 0".into()));
+            return Err(invalid(format!("{at}.{k}"), "must be > 0"));
         }
     }
     Ok(())
@@ -585,6 +636,39 @@ model = "gpt-4o-mini-2024-07-18"
             .unwrap_err()
             .to_string();
         assert!(e.contains("translation.default_max_tokens"), "{e}");
+    }
+
+    #[test]
+    fn messages_keep_their_text() {
+        // Clients and scripts match these; the typed errors render them byte for byte.
+        let text = MINIMAL.replace(
+            "model = \"gpt-4o-mini-2024-07-18\"",
+            "model = \"m\"\napi_key_env = \"GATEWAY_TEST_SURELY_UNSET_VAR\"",
+        );
+        assert_eq!(
+            parse(&text).unwrap_err().to_string(),
+            "invalid config file test.toml: `models[0].targets[0].api_key_env`: \
+             environment variable GATEWAY_TEST_SURELY_UNSET_VAR is not set"
+        );
+        let text = MINIMAL.replace(
+            "name = \"gpt-4o-mini\"\n",
+            "name = \"gpt-4o-mini\"\nrate_limit = {}\n",
+        );
+        assert_eq!(
+            parse(&text).unwrap_err().to_string(),
+            "invalid config file test.toml: `models[0].rate_limit`: \
+             set requests_per_minute and/or tokens_per_minute"
+        );
+        let mut server = Server::default();
+        server.listen = "127.0.0.1:9000".parse().unwrap();
+        server.metrics_listen = Some(server.listen);
+        assert_eq!(
+            check_listeners(&server, Path::new("g.toml"))
+                .unwrap_err()
+                .to_string(),
+            "invalid config file g.toml: `server.metrics_listen`: 127.0.0.1:9000 is also \
+             server.listen; use another address or leave it unset"
+        );
     }
 
     #[test]

@@ -28,11 +28,8 @@ pub fn main() -> ExitCode {
         config.server.workers = w;
     }
     // `--listen` may have made the two listeners one.
-    if let Err((key, msg)) = config::check_listeners(&config.server) {
-        eprintln!(
-            "gateway: invalid config file {}: `{key}`: {msg}",
-            cli.config.display()
-        );
+    if let Err(e) = config::check_listeners(&config.server, &cli.config) {
+        eprintln!("gateway: {e}");
         return ExitCode::from(2);
     }
     if cli.check_config {

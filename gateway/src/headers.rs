@@ -45,14 +45,21 @@ const NEVER_FORWARDED: [&str; 20] = [
     "x-gateway-request-id",
 ];
 
+/// Why a `forward_headers` entry was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ForwardError {
+    #[error("{0:?} is not a header name")]
+    NotAName(String),
+    #[error("{0:?} cannot be forwarded (credentials, framing and gateway-set headers never are)")]
+    Never(String),
+}
+
 /// Validates one `forward_headers` entry (config time).
-pub(crate) fn check_extra_forward(name: &str) -> Result<HeaderName, String> {
+pub(crate) fn check_extra_forward(name: &str) -> Result<HeaderName, ForwardError> {
     let h = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| format!("{name:?} is not a header name"))?;
+        .map_err(|_| ForwardError::NotAName(name.to_owned()))?;
     if NEVER_FORWARDED.contains(&h.as_str()) {
-        return Err(format!(
-            "{name:?} cannot be forwarded (credentials, framing and gateway-set headers never are)"
-        ));
+        return Err(ForwardError::Never(name.to_owned()));
     }
     Ok(h)
 }

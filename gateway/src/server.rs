@@ -30,7 +30,7 @@ use crate::conn::{ClientIo, ConnState};
 use crate::error::{ApiError, ErrorKind};
 use crate::metrics::Metrics;
 use crate::routes;
-use crate::state::State;
+use crate::state::{SetupError, State};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ServeError {
@@ -39,8 +39,8 @@ pub(crate) enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Setup(String),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
     #[error(
@@ -111,7 +111,7 @@ pub(crate) fn prepare(cfg: &Config) -> Result<Prepared, ServeError> {
     let names = cfg.models.iter().map(|m| m.name.clone()).collect();
     let metrics = Arc::new(Metrics::new(names));
     let (access_log, writer) = AccessLog::start(&cfg.observability.access_log, metrics.clone());
-    let gw = Arc::new(State::build(cfg, access_log, metrics.clone()).map_err(ServeError::Setup)?);
+    let gw = Arc::new(State::build(cfg, access_log, metrics.clone())?);
     Ok(Prepared {
         gw,
         metrics,

@@ -9,15 +9,15 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Uri};
 
 use crate::access_log::AccessLog;
-use crate::auth::Keys;
+use crate::auth::{Keys, UnsetSecret};
 use crate::buffer::BufferBudget;
-use crate::client::{self, UpstreamClient};
-use crate::config::Config;
+use crate::client::{self, ClientError, UpstreamClient};
+use crate::config::{Config, EnvError};
 use crate::dialect::{Dialect, Provider};
-use crate::headers::upstream_auth;
+use crate::headers::{upstream_auth, ForwardError};
 use crate::metrics::Metrics;
 use crate::ratelimit::Limiter;
-use crate::upstream_url::UpstreamUrl;
+use crate::upstream_url::{UpstreamUrl, UrlError};
 
 /// One upstream target for one dialect, with everything precomputed.
 pub(crate) struct Target {
@@ -65,6 +65,24 @@ pub(crate) struct Timeouts {
     pub(crate) body_read: Duration,
 }
 
+/// What compiling the config can still hit although validation passed: the environment
+/// changed in between (an env var unset), or a file that exists does not parse.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SetupError {
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[error(transparent)]
+    Header(#[from] ForwardError),
+    #[error("model {model:?}: {source}")]
+    Secret { model: String, source: EnvError },
+    #[error("model {model:?}: the key in {var} is not a valid header value")]
+    UpstreamKey { model: String, var: String },
+    #[error(transparent)]
+    Keys(#[from] UnsetSecret),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
 pub(crate) struct State {
     pub(crate) model_index: HashMap<Box<str>, usize>,
     pub(crate) models: Vec<ModelEntry>,
@@ -94,7 +112,7 @@ impl State {
         cfg: &Config,
         access_log: AccessLog,
         metrics: Arc<Metrics>,
-    ) -> Result<State, String> {
+    ) -> Result<State, SetupError> {
         let model_index: HashMap<Box<str>, usize> = cfg
             .models
             .iter()
@@ -109,13 +127,17 @@ impl State {
                 let (auth, secret) = match &t.api_key_env {
                     None => (None, None),
                     Some(var) => {
-                        let key = crate::config::env_secret(var)
-                            .map_err(|e| format!("model {:?}: {e}", m.name))?;
+                        let key = crate::config::env_secret(var).map_err(|source| {
+                            SetupError::Secret {
+                                model: m.name.clone(),
+                                source,
+                            }
+                        })?;
                         let auth = upstream_auth(t.provider, &key).map_err(|_| {
-                            format!(
-                                "model {:?}: the key in {var} is not a valid header value",
-                                m.name
-                            )
+                            SetupError::UpstreamKey {
+                                model: m.name.clone(),
+                                var: var.clone(),
+                            }
                         })?;
                         (Some(auth), Some(Arc::from(key.into_bytes())))
                     }
