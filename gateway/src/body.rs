@@ -1,6 +1,9 @@
 //! The response body type every handler returns.
 
+use std::task::Poll;
+
 use bytes::Bytes;
+use http_body::Frame;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 
 /// Boxed so passthrough streams, buffered JSON and errors share one type. The error type is
@@ -9,6 +12,9 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 pub(crate) type GatewayBody = BoxBody<Bytes, BodyError>;
 
 pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a response body's `poll_frame` returns (every body here has `Bytes` and [`BodyError`]).
+pub(crate) type Polled = Poll<Option<Result<Frame<Bytes>, BodyError>>>;
 
 pub(crate) fn full(bytes: impl Into<Bytes>) -> GatewayBody {
     Full::new(bytes.into())

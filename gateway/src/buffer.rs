@@ -14,7 +14,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::body::BodyError;
+use crate::body::{BodyError, Polled};
 
 /// The gateway-wide budget of buffered upstream bytes.
 #[derive(Debug)]
@@ -161,10 +161,7 @@ impl Body for BufferedBody {
     type Data = Bytes;
     type Error = BodyError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Polled {
         Poll::Ready(self.data.take().map(|d| Ok(Frame::data(d))))
     }
 

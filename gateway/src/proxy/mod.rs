@@ -5,6 +5,7 @@ mod encoding;
 pub(crate) mod request;
 mod stream;
 mod translated;
+mod upstream_stream;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
