@@ -10,7 +10,7 @@ use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
     up_str, up_u64,
 };
-use super::{TargetInfo, TranslateError, UpstreamShapeError};
+use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
 use crate::dialect::Provider;
 
 /// Fields accepted and ignored: they tune storage, billing or routing on OpenAI's side and
@@ -26,16 +26,9 @@ const IGNORED: [&str; 6] = [
 
 /// Decodes a chat completions request body.
 pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    let o = object(v, "body")?;
-    let mut r = Request::default();
-    for (key, val) in o {
-        if val.is_null() {
-            continue;
-        }
-        let k = key.as_str();
+    walk::request(v, |k, val, r| {
         match k {
-            "model" => {}
-            "messages" => decode_messages(val, &mut r)?,
+            "messages" => decode_messages(val, r)?,
             "stream" => r.stream = boolean(val, k)?,
             "stream_options" => {
                 r.include_usage = object(val, k)?
@@ -67,8 +60,8 @@ pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, Tr
             k if IGNORED.contains(&k) => {}
             _ => return Err(unsupported(k, api, "it has no equivalent there")),
         }
-    }
-    Ok(r)
+        Ok(())
+    })
 }
 
 fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
@@ -227,10 +220,7 @@ fn user_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
 }
 
 fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
-    let mut out = Vec::new();
-    for (i, t) in array(v, "tools")?.iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let o = object(t, &at)?;
+    walk::tools(v, |at, o| {
         if o.get("type").and_then(Value::as_str) != Some("function") {
             return Err(unsupported(
                 format!("{at}.type"),
@@ -238,20 +228,16 @@ fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateErro
                 "only function tools can be translated",
             ));
         }
-        let f = object(need(o, "function", &at)?, &format!("{at}.function"))?;
-        out.push(Tool {
-            name: string(need(f, "name", &at)?, &format!("{at}.function.name"))?,
-            description: f
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+        let f = object(need(o, "function", at)?, &format!("{at}.function"))?;
+        Ok(Tool {
+            name: string(need(f, "name", at)?, &format!("{at}.function.name"))?,
+            description: walk::description(f),
             parameters: f
                 .get("parameters")
                 .cloned()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-        });
-    }
-    Ok(out)
+                .unwrap_or_else(walk::no_parameters),
+        })
+    })
 }
 
 fn decode_tool_choice(v: &Value) -> Result<ToolChoice, TranslateError> {

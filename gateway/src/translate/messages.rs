@@ -10,20 +10,13 @@ use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
     up_str, up_u64,
 };
-use super::{TargetInfo, TranslateError, UpstreamShapeError};
+use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
 
 /// Decodes an Anthropic messages request body.
 pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    let o = object(v, "body")?;
-    let mut r = Request::default();
-    for (key, val) in o {
-        if val.is_null() {
-            continue;
-        }
-        let k = key.as_str();
+    walk::request(v, |k, val, r| {
         match k {
-            "model" => {}
-            "messages" => decode_messages(val, &mut r)?,
+            "messages" => decode_messages(val, r)?,
             "system" => r.system = block_texts(val, "system")?,
             "max_tokens" => r.max_tokens = Some(count(val, k)?),
             "stop_sequences" => r.stop = strings(val, k)?,
@@ -31,7 +24,7 @@ pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, Tr
             "top_p" => r.top_p = Some(number(val, k)?),
             "stream" => r.stream = boolean(val, k)?,
             "tools" => r.tools = decode_tools(val, api)?,
-            "tool_choice" => decode_tool_choice(val, &mut r)?,
+            "tool_choice" => decode_tool_choice(val, r)?,
             "metadata" => {
                 let m = object(val, k)?;
                 if let Some(u) = m.get("user_id").filter(|u| !u.is_null()) {
@@ -45,8 +38,8 @@ pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, Tr
                 if is_inert(val) => {}
             _ => return Err(unsupported(k, api, "it has no equivalent there")),
         }
-    }
-    Ok(r)
+        Ok(())
+    })
 }
 
 /// `system` and tool-result style content: a string or text blocks.
@@ -167,10 +160,7 @@ fn decode_image(src: &Value, at: &str) -> Result<Image, TranslateError> {
 }
 
 fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
-    let mut out = Vec::new();
-    for (i, t) in array(v, "tools")?.iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let o = object(t, &at)?;
+    walk::tools(v, |at, o| {
         match o.get("type").and_then(Value::as_str) {
             None | Some("custom") => {}
             Some(_) => {
@@ -181,16 +171,12 @@ fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateErro
                 ))
             }
         }
-        out.push(Tool {
-            name: string(need(o, "name", &at)?, &format!("{at}.name"))?,
-            description: o
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            parameters: need(o, "input_schema", &at)?.clone(),
-        });
-    }
-    Ok(out)
+        Ok(Tool {
+            name: string(need(o, "name", at)?, &format!("{at}.name"))?,
+            description: walk::description(o),
+            parameters: need(o, "input_schema", at)?.clone(),
+        })
+    })
 }
 
 fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> {

@@ -19,6 +19,7 @@ mod json;
 pub(crate) mod messages;
 pub(crate) mod responses;
 pub(crate) mod stream;
+mod walk;
 
 use bytes::Bytes;
 

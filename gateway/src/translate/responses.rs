@@ -9,7 +9,7 @@ use super::hub::{
 use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, unsupported,
 };
-use super::TranslateError;
+use super::{walk, TranslateError};
 
 /// Accepted and ignored: storage and billing hints that cannot change the answer (nothing
 /// is stored by a translated request, so `previous_response_id` is refused instead).
@@ -25,16 +25,9 @@ const IGNORED: [&str; 7] = [
 
 /// Decodes a Responses request body.
 pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    let o = object(v, "body")?;
-    let mut r = Request::default();
-    for (key, val) in o {
-        if val.is_null() {
-            continue;
-        }
-        let k = key.as_str();
+    walk::request(v, |k, val, r| {
         match k {
-            "model" => {}
-            "input" => decode_input(val, &mut r)?,
+            "input" => decode_input(val, r)?,
             "instructions" => r.system.insert(0, string(val, k)?),
             "stream" => r.stream = boolean(val, k)?,
             "max_output_tokens" => r.max_tokens = Some(count(val, k)?),
@@ -50,8 +43,8 @@ pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, Tr
             k if IGNORED.contains(&k) => {}
             _ => return Err(unsupported(k, api, "it has no equivalent there")),
         }
-    }
-    Ok(r)
+        Ok(())
+    })
 }
 
 /// `text` asking for plain text output (the default); a JSON schema cannot be translated.
@@ -184,10 +177,7 @@ fn content_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
 }
 
 fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
-    let mut out = Vec::new();
-    for (i, t) in array(v, "tools")?.iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let o = object(t, &at)?;
+    walk::tools(v, |at, o| {
         if o.get("type").and_then(Value::as_str) != Some("function") {
             return Err(unsupported(
                 format!("{at}.type"),
@@ -195,20 +185,16 @@ fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateErro
                 "built-in tools (web_search, file_search, ...) run only on OpenAI",
             ));
         }
-        out.push(Tool {
-            name: string(need(o, "name", &at)?, &format!("{at}.name"))?,
-            description: o
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+        Ok(Tool {
+            name: string(need(o, "name", at)?, &format!("{at}.name"))?,
+            description: walk::description(o),
             parameters: o
                 .get("parameters")
                 .filter(|p| !p.is_null())
                 .cloned()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-        });
-    }
-    Ok(out)
+                .unwrap_or_else(walk::no_parameters),
+        })
+    })
 }
 
 fn decode_tool_choice(v: &Value, api: &'static str) -> Result<ToolChoice, TranslateError> {
