@@ -2,16 +2,14 @@
 //! reading, connection floods at the fd limit, wrong methods and heads hyper rejects itself.
 //! Every client here is raw TCP on loopback and every wait is bounded.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::*;
 use http::{Method, StatusCode};
 use tokio::io::AsyncWriteExt;
 
-async fn gateway_on(mock: &MockUpstream, server: &str) -> Gateway {
-    Gateway::start(&format!(
+async fn gateway_on(mock: &MockUpstream, server: &str) -> TestGateway {
+    TestGateway::start(&format!(
         "[server]\n{server}\n{}",
         two_models(&mock.base_url())
     ))
@@ -177,7 +175,7 @@ async fn client_that_stops_reading_is_cut_and_the_upstream_released() {
         "[server]\nclient_write_timeout_ms = 500\n{}",
         model("gpt", &[("openai", &up.base_url())])
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let sock = tokio::net::TcpSocket::new_v4().unwrap();
     sock.set_recv_buffer_size(4096).unwrap();
     let mut s = sock.connect(gw.addr).await.unwrap();
@@ -271,7 +269,7 @@ async fn connection_flood_at_the_fd_limit() {
         "[server]\nheader_read_timeout_ms = 30000\n{}",
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start_opts(
+    let gw = TestGateway::start_opts(
         &config,
         StartOpts {
             nofile: Some(128),
