@@ -100,7 +100,8 @@ async fn client_leaving_mid_upload_is_logged_as_a_disconnect() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
     let gw = gateway_on(&mock, "").await;
     let s = partial_upload(gw.addr, MESSAGES, 1000, b"{\"model\":").await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Leave only once the gateway has the request: before that there is nothing to log.
+    gw.wait_metric("gateway_in_flight_requests", 1.0).await;
     drop(s);
     let line = gw
         .wait_log("for the abandoned upload", |l| l["route"] == MESSAGES)
@@ -122,7 +123,8 @@ async fn stalled_uploads_do_not_hold_shutdown() {
     for _ in 0..20 {
         uploads.push(partial_upload(gw.addr, CHAT, 1 << 20, &[b' '; 4096]).await);
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Every upload is inside the gateway (its head read, its body awaited).
+    gw.wait_metric("gateway_in_flight_requests", 20.0).await;
     let start = Instant::now();
     gw.sigterm();
     let status = gw.wait_exit(Duration::from_secs(5)).await;
