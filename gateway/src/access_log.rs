@@ -19,31 +19,31 @@ use crate::metrics::Metrics;
 const QUEUE: usize = 16 * 1024;
 
 #[derive(Debug, Serialize)]
-pub struct AccessRecord {
+pub(crate) struct AccessRecord {
     /// Unix time of the request's arrival, in milliseconds.
-    pub ts_ms: u64,
-    pub request_id: Arc<str>,
-    pub route: &'static str,
-    pub model: Option<Arc<str>>,
-    pub key: Option<Arc<str>>,
-    pub status: u16,
-    pub stream: bool,
-    pub duration_ms: f64,
-    pub upstream_ttfb_ms: Option<f64>,
-    pub upstream_ms: Option<f64>,
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
+    pub(crate) ts_ms: u64,
+    pub(crate) request_id: Arc<str>,
+    pub(crate) route: &'static str,
+    pub(crate) model: Option<Arc<str>>,
+    pub(crate) key: Option<Arc<str>>,
+    pub(crate) status: u16,
+    pub(crate) stream: bool,
+    pub(crate) duration_ms: f64,
+    pub(crate) upstream_ttfb_ms: Option<f64>,
+    pub(crate) upstream_ms: Option<f64>,
+    pub(crate) input_tokens: Option<u64>,
+    pub(crate) output_tokens: Option<u64>,
     /// Set when the request ended abnormally (client gone, upstream timeout, ...).
-    pub error: Option<&'static str>,
+    pub(crate) error: Option<&'static str>,
     /// `client->upstream` dialects when the request was translated (`messages->chat`);
     /// absent on passthrough lines, which keep their format.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub translated: Option<&'static str>,
+    pub(crate) translated: Option<&'static str>,
 }
 
 /// The sending half; cheap to clone into request handlers.
 #[derive(Clone)]
-pub struct AccessLog {
+pub(crate) struct AccessLog {
     tx: Option<SyncSender<AccessRecord>>,
     metrics: Arc<Metrics>,
     progress: Arc<Progress>,
@@ -57,14 +57,17 @@ struct Progress {
 }
 
 /// Owns the writer thread; [`AccessLogWriter::finish`] flushes the queued lines.
-pub struct AccessLogWriter {
+pub(crate) struct AccessLogWriter {
     done: Option<Receiver<()>>,
     metrics: Arc<Metrics>,
     progress: Arc<Progress>,
 }
 
 impl AccessLog {
-    pub fn start(sink: &AccessLogSink, metrics: Arc<Metrics>) -> (AccessLog, AccessLogWriter) {
+    pub(crate) fn start(
+        sink: &AccessLogSink,
+        metrics: Arc<Metrics>,
+    ) -> (AccessLog, AccessLogWriter) {
         let progress = Arc::new(Progress::default());
         let out: Box<dyn Write + Send> = match sink {
             AccessLogSink::Off => {
@@ -108,11 +111,11 @@ impl AccessLog {
         )
     }
 
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.tx.is_some()
     }
 
-    pub fn log(&self, record: AccessRecord) {
+    pub(crate) fn log(&self, record: AccessRecord) {
         if let Some(tx) = &self.tx {
             match tx.try_send(record) {
                 Ok(()) => {
@@ -133,7 +136,7 @@ impl AccessLogWriter {
     /// Returns the lines dropped because the sink would not take them in time (also
     /// counted in `gateway_access_log_dropped_total`); the blocked thread is left behind
     /// and ends with the process.
-    pub fn finish(self, deadline: Instant) -> u64 {
+    pub(crate) fn finish(self, deadline: Instant) -> u64 {
         let Some(done) = self.done else { return 0 };
         let left = deadline.saturating_duration_since(Instant::now());
         if done.recv_timeout(left).is_ok() {

@@ -9,17 +9,17 @@ use crate::config::ApiKey;
 use crate::ratelimit::Limiter;
 
 /// A configured key, compiled.
-pub struct KeyEntry {
-    pub name: Arc<str>,
+pub(crate) struct KeyEntry {
+    pub(crate) name: Arc<str>,
     secret: Box<[u8]>,
     /// Allowed model indexes; `None` = every model.
-    pub allowed: Option<Box<[bool]>>,
-    pub limiter: Option<Limiter>,
+    pub(crate) allowed: Option<Box<[bool]>>,
+    pub(crate) limiter: Option<Limiter>,
     /// The `/v1/models` body this key sees.
-    pub models_json: bytes::Bytes,
+    pub(crate) models_json: bytes::Bytes,
 }
 
-pub enum AuthOutcome<'a> {
+pub(crate) enum AuthOutcome<'a> {
     /// No keys configured: the gateway is open.
     Open,
     /// The key's index (for [`Keys::entry`]) and entry.
@@ -28,23 +28,26 @@ pub enum AuthOutcome<'a> {
     Invalid,
 }
 
-pub struct Keys {
+/// A key whose secret vanished between validation and compilation (its env var was unset).
+#[derive(Debug, thiserror::Error)]
+#[error("key {0:?}: its secret is not set")]
+pub(crate) struct UnsetSecret(String);
+
+pub(crate) struct Keys {
     entries: Vec<KeyEntry>,
 }
 
 impl Keys {
     /// `model_index` maps model names to indexes; `models_json` renders a model list.
-    pub fn compile(
+    pub(crate) fn compile(
         keys: &[ApiKey],
         model_index: impl Fn(&str) -> usize,
         model_count: usize,
         models_json: impl Fn(Option<&[bool]>) -> bytes::Bytes,
-    ) -> Result<Keys, String> {
+    ) -> Result<Keys, UnsetSecret> {
         let mut entries = Vec::with_capacity(keys.len());
         for k in keys {
-            let secret = k
-                .secret()
-                .ok_or_else(|| format!("key {:?}: its secret is not set", k.name))?;
+            let secret = k.secret().ok_or_else(|| UnsetSecret(k.name.clone()))?;
             let allowed = k.models.as_ref().map(|names| {
                 let mut allowed = vec![false; model_count];
                 for n in names {
@@ -64,15 +67,11 @@ impl Keys {
         Ok(Keys { entries })
     }
 
-    pub fn entry(&self, index: usize) -> &KeyEntry {
+    pub(crate) fn entry(&self, index: usize) -> &KeyEntry {
         &self.entries[index]
     }
 
-    pub fn is_open(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    pub fn authenticate(&self, headers: &HeaderMap) -> AuthOutcome<'_> {
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> AuthOutcome<'_> {
         if self.entries.is_empty() {
             return AuthOutcome::Open;
         }
@@ -95,7 +94,7 @@ impl Keys {
 }
 
 impl KeyEntry {
-    pub fn may_use(&self, model: usize) -> bool {
+    pub(crate) fn may_use(&self, model: usize) -> bool {
         self.allowed.as_ref().is_none_or(|a| a[model])
     }
 }

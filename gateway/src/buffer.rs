@@ -14,31 +14,32 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::body::BodyError;
+use crate::body::{BodyError, Polled};
 
 /// The gateway-wide budget of buffered upstream bytes.
 #[derive(Debug)]
-pub struct BufferBudget {
+pub(crate) struct BufferBudget {
     used: AtomicUsize,
     max: usize,
 }
 
 /// Bytes taken from a [`BufferBudget`]; given back on drop.
 #[derive(Debug)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     budget: Arc<BufferBudget>,
     bytes: usize,
 }
 
 impl BufferBudget {
-    pub fn new(max: usize) -> BufferBudget {
+    pub(crate) fn new(max: usize) -> BufferBudget {
         BufferBudget {
             used: AtomicUsize::new(0),
             max,
         }
     }
 
-    pub fn used(&self) -> usize {
+    #[cfg(test)]
+    fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
 
@@ -50,7 +51,7 @@ impl BufferBudget {
             .is_ok()
     }
 
-    pub fn reserve(self: &Arc<Self>, n: usize) -> Option<Reservation> {
+    pub(crate) fn reserve(self: &Arc<Self>, n: usize) -> Option<Reservation> {
         self.take(n).then(|| Reservation {
             budget: self.clone(),
             bytes: n,
@@ -81,7 +82,7 @@ impl Drop for Reservation {
 
 /// Why an upstream body could not be buffered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum BufferError {
+pub(crate) enum BufferError {
     #[error("upstream body stalled")]
     Stalled,
     #[error("upstream body could not be read")]
@@ -93,7 +94,7 @@ pub enum BufferError {
 }
 
 /// Reads a whole upstream body within the per-body limit and the shared budget.
-pub async fn read(
+pub(crate) async fn read(
     mut body: Incoming,
     idle: Duration,
     max: usize,
@@ -142,13 +143,13 @@ pub async fn read(
 }
 
 /// A buffered body that keeps its reservation until it is sent (or dropped).
-pub struct BufferedBody {
+pub(crate) struct BufferedBody {
     data: Option<Bytes>,
     _reservation: Reservation,
 }
 
 impl BufferedBody {
-    pub fn new(data: Bytes, reservation: Reservation) -> BufferedBody {
+    pub(crate) fn new(data: Bytes, reservation: Reservation) -> BufferedBody {
         BufferedBody {
             data: (!data.is_empty()).then_some(data),
             _reservation: reservation,
@@ -160,10 +161,7 @@ impl Body for BufferedBody {
     type Data = Bytes;
     type Error = BodyError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Polled {
         Poll::Ready(self.data.take().map(|d| Ok(Frame::data(d))))
     }
 
@@ -178,7 +176,7 @@ impl Body for BufferedBody {
 
 /// `body` with every occurrence of `secret` replaced: upstream error bodies sometimes
 /// quote the key they were sent, which is the operator's, not the client's.
-pub fn redact(body: Bytes, secret: &[u8]) -> Bytes {
+pub(crate) fn redact(body: Bytes, secret: &[u8]) -> Bytes {
     const MASK: &[u8] = b"[redacted]";
     if secret.is_empty() || !body.windows(secret.len()).any(|w| w == secret) {
         return body;

@@ -7,18 +7,18 @@ use clap::Parser;
 
 #[derive(Debug, Parser)]
 #[command(name = "gateway", version, about = "A fast three-dialect AI gateway")]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The TOML config file.
     #[arg(long, short = 'c', value_name = "FILE")]
-    pub config: PathBuf,
+    pub(crate) config: PathBuf,
     /// Listen on this address instead of `server.listen` (port 0 picks a free port; the
     /// address is printed at start).
     #[arg(long, value_name = "ADDR")]
-    pub listen: Option<SocketAddr>,
+    pub(crate) listen: Option<SocketAddr>,
     /// Worker threads instead of `server.workers` (0 = one per core).
     #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
+    pub(crate) workers: Option<usize>,
     /// Validate the config and exit.
     #[arg(long)]
-    pub check_config: bool,
+    pub(crate) check_config: bool,
 }

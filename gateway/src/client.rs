@@ -1,5 +1,6 @@
 //! The pooled upstream HTTP(S) client (compiled state: built once from `[upstream]`).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,37 +13,57 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::config::Upstream;
 
-pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Why the client could not be built (the extra CA file, or rustls itself).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClientError {
+    #[error("upstream.extra_ca_file {}: {source}", path.display())]
+    CaFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("upstream.extra_ca_file {}: {source}", path.display())]
+    CaCert {
+        path: PathBuf,
+        source: rustls::Error,
+    },
+    #[error("upstream.extra_ca_file {}: no PEM certificates found", .0.display())]
+    NoCerts(PathBuf),
+    #[error("TLS set-up: {0}")]
+    Tls(rustls::Error),
+}
 
 /// Builds the client: keep-alive pool, TCP_NODELAY (Nagle + delayed ACK would add ~40 ms),
 /// connect timeout, and rustls with the webpki roots plus an optional extra CA file.
-pub fn build(cfg: &Upstream) -> Result<UpstreamClient, String> {
+pub(crate) fn build(cfg: &Upstream) -> Result<UpstreamClient, ClientError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(path) = &cfg.extra_ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
+        let ca_file = |source| ClientError::CaFile {
+            path: path.clone(),
+            source,
+        };
+        let pem = std::fs::read(path).map_err(ca_file)?;
         let mut added = 0;
         for cert in rustls_pemfile::certs(&mut &pem[..]) {
-            let cert =
-                cert.map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
             roots
-                .add(cert)
-                .map_err(|e| format!("upstream.extra_ca_file {}: {e}", path.display()))?;
+                .add(cert.map_err(ca_file)?)
+                .map_err(|source| ClientError::CaCert {
+                    path: path.clone(),
+                    source,
+                })?;
             added += 1;
         }
         if added == 0 {
-            return Err(format!(
-                "upstream.extra_ca_file {}: no PEM certificates found",
-                path.display()
-            ));
+            return Err(ClientError::NoCerts(path.clone()));
         }
     }
     let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
-    .map_err(|e| format!("TLS set-up: {e}"))?
+    .map_err(ClientError::Tls)?
     .with_root_certificates(roots)
     .with_no_client_auth();
 

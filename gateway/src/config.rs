@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::dialect::Provider;
+use crate::headers::ForwardError;
+use crate::upstream_url::UrlError;
 
 /// Where a configuration error was found, and what is wrong.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read {
         path: PathBuf,
@@ -22,21 +24,76 @@ pub enum ConfigError {
     },
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
-    #[error("invalid config file {path}: `{key}`: {message}")]
+    #[error("invalid config file {path}: {invalid}")]
+    Invalid { path: PathBuf, invalid: Invalid },
+}
+
+/// One invalid key: its dotted path (`models[0].targets[1].base_url`) and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("`{key}`: {problem}")]
+pub(crate) struct Invalid {
+    key: String,
+    problem: Problem,
+}
+
+fn invalid(key: impl Into<String>, problem: impl Into<Problem>) -> Invalid {
     Invalid {
-        path: PathBuf,
-        key: String,
-        message: String,
-    },
+        key: key.into(),
+        problem: problem.into(),
+    }
+}
+
+/// What is wrong with a key's value.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Problem {
+    /// A rule the value breaks, e.g. "must be > 0".
+    #[error("{0}")]
+    Rule(&'static str),
+    #[error("{} is not a readable file", .0.display())]
+    NotAFile(PathBuf),
+    #[error("duplicate model name {0:?}")]
+    DuplicateModel(String),
+    #[error("duplicate key name {0:?}")]
+    DuplicateKey(String),
+    #[error("unknown model {0:?}")]
+    UnknownModel(String),
+    #[error("{0} is also server.listen; use another address or leave it unset")]
+    SameListener(SocketAddr),
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[error(transparent)]
+    Header(#[from] ForwardError),
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// Never quotes the key itself.
+    #[error("the key in environment variable {0} is not a valid HTTP header value")]
+    UpstreamKey(String),
+}
+
+impl From<&'static str> for Problem {
+    fn from(rule: &'static str) -> Problem {
+        Problem::Rule(rule)
+    }
+}
+
+/// Why a secret could not be read from its environment variable (never quotes a value).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EnvError {
+    #[error("environment variable name must not be empty")]
+    EmptyName,
+    #[error("environment variable {0} is empty")]
+    Empty(String),
+    #[error("environment variable {0} is not set")]
+    NotSet(String),
 }
 
 /// Knobs of the translation between dialects (`[translation]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Translation {
+pub(crate) struct Translation {
     /// `max_tokens` sent to an Anthropic target when a translated client sent none
     /// (Anthropic requires it; OpenAI clients may omit it). A model may override it.
-    pub default_max_tokens: u64,
+    pub(crate) default_max_tokens: u64,
 }
 
 impl Default for Translation {
@@ -50,75 +107,75 @@ impl Default for Translation {
 /// Requests and tokens per minute; either may be absent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RateLimit {
-    pub requests_per_minute: Option<u64>,
-    pub tokens_per_minute: Option<u64>,
+pub(crate) struct RateLimit {
+    pub(crate) requests_per_minute: Option<u64>,
+    pub(crate) tokens_per_minute: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Target {
-    pub provider: Provider,
+pub(crate) struct Target {
+    pub(crate) provider: Provider,
     /// Scheme, host, port and optional path prefix, e.g. `https://api.openai.com`.
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// The model name sent upstream.
-    pub model: String,
+    pub(crate) model: String,
     /// Name of the environment variable holding the upstream key (the key itself is never in
     /// the file, in logs or in errors). Absent: no key is sent.
-    pub api_key_env: Option<String>,
+    pub(crate) api_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Model {
+pub(crate) struct Model {
     /// The client-facing model name.
-    pub name: String,
+    pub(crate) name: String,
     /// Tried in order: on connect failure or a 5xx before the first response byte, the next.
-    pub targets: Vec<Target>,
-    pub rate_limit: Option<RateLimit>,
+    pub(crate) targets: Vec<Target>,
+    pub(crate) rate_limit: Option<RateLimit>,
     /// Client headers forwarded to this model's targets on top of the fixed allow-list
     /// (`crate::headers`). Credentials, framing and hop-by-hop headers are refused.
     #[serde(default)]
-    pub forward_headers: Vec<String>,
+    pub(crate) forward_headers: Vec<String>,
     /// Overrides `translation.default_max_tokens` for this model.
-    pub default_max_tokens: Option<u64>,
+    pub(crate) default_max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ApiKey {
+pub(crate) struct ApiKey {
     /// A label for logs and metrics; never the key.
-    pub name: String,
+    pub(crate) name: String,
     /// The key itself, or ...
-    pub key: Option<String>,
+    pub(crate) key: Option<String>,
     /// ... the name of an environment variable holding it.
-    pub key_env: Option<String>,
+    pub(crate) key_env: Option<String>,
     /// Models this key may use; absent = all.
-    pub models: Option<Vec<String>>,
-    pub rate_limit: Option<RateLimit>,
+    pub(crate) models: Option<Vec<String>>,
+    pub(crate) rate_limit: Option<RateLimit>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Server {
-    pub listen: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) listen: SocketAddr,
     /// Serve `/metrics` on this address instead of the main listener.
-    pub metrics_listen: Option<SocketAddr>,
+    pub(crate) metrics_listen: Option<SocketAddr>,
     /// Tokio worker threads; 0 = one per core.
-    pub workers: usize,
-    pub max_body_bytes: usize,
-    pub header_read_timeout_ms: u64,
+    pub(crate) workers: usize,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) header_read_timeout_ms: u64,
     /// The longest a request body may take to arrive, from the end of its head: stalled or
     /// trickled uploads get 408 instead of holding a connection and its buffer for ever.
-    pub body_read_timeout_ms: u64,
+    pub(crate) body_read_timeout_ms: u64,
     /// The longest a client may go without accepting any bytes the gateway has to write:
     /// a client that stops reading is disconnected, releasing its stream and upstream.
-    pub client_write_timeout_ms: u64,
+    pub(crate) client_write_timeout_ms: u64,
     /// Open client connections at most (clamped to what the fd limit allows); the next
     /// one gets a 503 and is closed.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// How long in-flight requests (streams too) may run after SIGTERM/SIGINT.
-    pub shutdown_grace_ms: u64,
+    pub(crate) shutdown_grace_ms: u64,
 }
 
 impl Default for Server {
@@ -139,22 +196,22 @@ impl Default for Server {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Upstream {
-    pub connect_timeout_ms: u64,
+pub(crate) struct Upstream {
+    pub(crate) connect_timeout_ms: u64,
     /// Time from sending the request to the response head.
-    pub first_byte_timeout_ms: u64,
+    pub(crate) first_byte_timeout_ms: u64,
     /// Longest silence allowed between two body chunks. There is deliberately no
     /// total-duration cap: it would cut long streams.
-    pub idle_timeout_ms: u64,
+    pub(crate) idle_timeout_ms: u64,
     /// Idle pooled connections per upstream host.
-    pub pool_max_idle_per_host: usize,
+    pub(crate) pool_max_idle_per_host: usize,
     /// Extra PEM CA bundle trusted for HTTPS upstreams (private CAs).
-    pub extra_ca_file: Option<PathBuf>,
+    pub(crate) extra_ca_file: Option<PathBuf>,
     /// Largest non-streaming upstream body buffered (to read its usage); larger: 502.
-    pub max_response_body_bytes: usize,
+    pub(crate) max_response_body_bytes: usize,
     /// Non-streaming upstream bytes buffered at once, over every request; a response that
     /// does not fit gets 503 rather than growing memory without bound.
-    pub max_buffered_bytes: usize,
+    pub(crate) max_buffered_bytes: usize,
 }
 
 impl Default for Upstream {
@@ -174,7 +231,7 @@ impl Default for Upstream {
 /// Where access-log lines go.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum AccessLogSink {
+pub(crate) enum AccessLogSink {
     Stdout,
     Stderr,
     Off,
@@ -182,9 +239,9 @@ pub enum AccessLogSink {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Observability {
-    pub access_log: AccessLogSink,
-    pub metrics: bool,
+pub(crate) struct Observability {
+    pub(crate) access_log: AccessLogSink,
+    pub(crate) metrics: bool,
 }
 
 impl Default for Observability {
@@ -198,24 +255,24 @@ impl Default for Observability {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     #[serde(default)]
-    pub server: Server,
+    pub(crate) server: Server,
     #[serde(default)]
-    pub upstream: Upstream,
+    pub(crate) upstream: Upstream,
     #[serde(default)]
-    pub observability: Observability,
+    pub(crate) observability: Observability,
     #[serde(default)]
-    pub translation: Translation,
+    pub(crate) translation: Translation,
     /// Gateway API keys. None configured = no authentication (local use only).
     #[serde(default)]
-    pub keys: Vec<ApiKey>,
-    pub models: Vec<Model>,
+    pub(crate) keys: Vec<ApiKey>,
+    pub(crate) models: Vec<Model>,
 }
 
 impl Config {
     /// Reads, parses and validates a config file.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
@@ -224,7 +281,7 @@ impl Config {
     }
 
     /// Parses and validates config text; `path` only names the file in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: describe_toml_error(&e),
@@ -234,16 +291,15 @@ impl Config {
     }
 
     fn validate(&self, path: &Path) -> Result<(), ConfigError> {
-        let invalid = |key: String, message: String| ConfigError::Invalid {
+        self.check().map_err(|invalid| ConfigError::Invalid {
             path: path.to_owned(),
-            key,
-            message,
-        };
+            invalid,
+        })
+    }
+
+    fn check(&self) -> Result<(), Invalid> {
         if self.models.is_empty() {
-            return Err(invalid(
-                "models".into(),
-                "at least one model is required".into(),
-            ));
+            return Err(invalid("models", "at least one model is required"));
         }
         for (key, v) in [
             ("server.max_body_bytes", self.server.max_body_bytes),
@@ -258,22 +314,19 @@ impl Config {
             ),
         ] {
             if v == 0 {
-                return Err(invalid(key.into(), "must be > 0".into()));
+                return Err(invalid(key, "must be > 0"));
             }
         }
         if self.upstream.max_buffered_bytes < self.upstream.max_response_body_bytes {
             return Err(invalid(
-                "upstream.max_buffered_bytes".into(),
-                "must be at least upstream.max_response_body_bytes".into(),
+                "upstream.max_buffered_bytes",
+                "must be at least upstream.max_response_body_bytes",
             ));
         }
         if self.translation.default_max_tokens == 0 {
-            return Err(invalid(
-                "translation.default_max_tokens".into(),
-                "must be > 0".into(),
-            ));
+            return Err(invalid("translation.default_max_tokens", "must be > 0"));
         }
-        check_listeners(&self.server).map_err(|(k, m)| invalid(k.into(), m))?;
+        listeners(&self.server)?;
         for (key, v) in [
             (
                 "server.header_read_timeout_ms",
@@ -298,14 +351,14 @@ impl Config {
             ("upstream.idle_timeout_ms", self.upstream.idle_timeout_ms),
         ] {
             if v == 0 {
-                return Err(invalid(key.into(), "must be > 0 milliseconds".into()));
+                return Err(invalid(key, "must be > 0 milliseconds"));
             }
         }
         if let Some(ca) = &self.upstream.extra_ca_file {
             if !ca.is_file() {
                 return Err(invalid(
-                    "upstream.extra_ca_file".into(),
-                    format!("{} is not a readable file", ca.display()),
+                    "upstream.extra_ca_file",
+                    Problem::NotAFile(ca.clone()),
                 ));
             }
         }
@@ -314,45 +367,41 @@ impl Config {
         for (i, m) in self.models.iter().enumerate() {
             let at = format!("models[{i}]");
             if m.name.is_empty() {
-                return Err(invalid(format!("{at}.name"), "must not be empty".into()));
+                return Err(invalid(format!("{at}.name"), "must not be empty"));
             }
             if !names.insert(m.name.as_str()) {
                 return Err(invalid(
                     format!("{at}.name"),
-                    format!("duplicate model name {:?}", m.name),
+                    Problem::DuplicateModel(m.name.clone()),
                 ));
             }
             if m.targets.is_empty() {
                 return Err(invalid(
                     format!("{at}.targets"),
-                    "at least one target is required".into(),
+                    "at least one target is required",
                 ));
             }
             if let Some(rl) = &m.rate_limit {
-                check_rate_limit(rl, &format!("{at}.rate_limit"))
-                    .map_err(|(k, msg)| invalid(k, msg))?;
+                check_rate_limit(rl, &format!("{at}.rate_limit"))?;
             }
             if m.default_max_tokens == Some(0) {
-                return Err(invalid(
-                    format!("{at}.default_max_tokens"),
-                    "must be > 0".into(),
-                ));
+                return Err(invalid(format!("{at}.default_max_tokens"), "must be > 0"));
             }
             for (j, h) in m.forward_headers.iter().enumerate() {
                 crate::headers::check_extra_forward(h)
-                    .map_err(|msg| invalid(format!("{at}.forward_headers[{j}]"), msg))?;
+                    .map_err(|e| invalid(format!("{at}.forward_headers[{j}]"), e))?;
             }
             for (j, t) in m.targets.iter().enumerate() {
                 let at = format!("{at}.targets[{j}]");
-                if let Err(msg) = crate::upstream_url::UpstreamUrl::parse(&t.base_url) {
-                    return Err(invalid(format!("{at}.base_url"), msg));
+                if let Err(e) = crate::upstream_url::UpstreamUrl::parse(&t.base_url) {
+                    return Err(invalid(format!("{at}.base_url"), e));
                 }
                 if t.model.is_empty() {
-                    return Err(invalid(format!("{at}.model"), "must not be empty".into()));
+                    return Err(invalid(format!("{at}.model"), "must not be empty"));
                 }
                 if let Some(var) = &t.api_key_env {
                     check_upstream_key(var, t.provider)
-                        .map_err(|msg| invalid(format!("{at}.api_key_env"), msg))?;
+                        .map_err(|e| invalid(format!("{at}.api_key_env"), e))?;
                 }
             }
         }
@@ -363,22 +412,19 @@ impl Config {
             if !key_names.insert(k.name.as_str()) {
                 return Err(invalid(
                     format!("{at}.name"),
-                    format!("duplicate key name {:?}", k.name),
+                    Problem::DuplicateKey(k.name.clone()),
                 ));
             }
             match (&k.key, &k.key_env) {
                 (Some(_), Some(_)) => {
-                    return Err(invalid(
-                        at.clone(),
-                        "set `key` or `key_env`, not both".into(),
-                    ))
+                    return Err(invalid(at.clone(), "set `key` or `key_env`, not both"))
                 }
-                (None, None) => return Err(invalid(at.clone(), "set `key` or `key_env`".into())),
+                (None, None) => return Err(invalid(at.clone(), "set `key` or `key_env`")),
                 (Some(key), None) if key.is_empty() => {
-                    return Err(invalid(format!("{at}.key"), "must not be empty".into()))
+                    return Err(invalid(format!("{at}.key"), "must not be empty"))
                 }
                 (None, Some(var)) => {
-                    check_env_var(var).map_err(|msg| invalid(format!("{at}.key_env"), msg))?
+                    check_env_var(var).map_err(|e| invalid(format!("{at}.key_env"), e))?
                 }
                 _ => {}
             }
@@ -387,14 +433,13 @@ impl Config {
                     if !names.contains(m.as_str()) {
                         return Err(invalid(
                             format!("{at}.models[{j}]"),
-                            format!("unknown model {m:?}"),
+                            Problem::UnknownModel(m.clone()),
                         ));
                     }
                 }
             }
             if let Some(rl) = &k.rate_limit {
-                check_rate_limit(rl, &format!("{at}.rate_limit"))
-                    .map_err(|(k, msg)| invalid(k, msg))?;
+                check_rate_limit(rl, &format!("{at}.rate_limit"))?;
             }
         }
         Ok(())
@@ -403,7 +448,7 @@ impl Config {
 
 impl ApiKey {
     /// The key's secret: inline, or read from its environment variable.
-    pub fn secret(&self) -> Option<String> {
+    pub(crate) fn secret(&self) -> Option<String> {
         match (&self.key, &self.key_env) {
             (Some(k), _) => Some(k.clone()),
             (None, Some(var)) => env_secret(var).ok(),
@@ -414,47 +459,53 @@ impl ApiKey {
 
 /// A secret from an environment variable, without surrounding whitespace: `echo key >
 /// file`-style values end in a newline that is never part of the key.
-pub fn env_secret(var: &str) -> Result<String, String> {
+pub(crate) fn env_secret(var: &str) -> Result<String, EnvError> {
     if var.is_empty() {
-        return Err("environment variable name must not be empty".into());
+        return Err(EnvError::EmptyName);
     }
     match std::env::var(var) {
         Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
-        Ok(_) => Err(format!("environment variable {var} is empty")),
-        Err(_) => Err(format!("environment variable {var} is not set")),
+        Ok(_) => Err(EnvError::Empty(var.to_owned())),
+        Err(_) => Err(EnvError::NotSet(var.to_owned())),
     }
 }
 
-fn check_env_var(var: &str) -> Result<(), String> {
+fn check_env_var(var: &str) -> Result<(), EnvError> {
     env_secret(var).map(|_| ())
 }
 
 /// The upstream key must become a header value; the message never quotes the key.
-fn check_upstream_key(var: &str, provider: Provider) -> Result<(), String> {
+fn check_upstream_key(var: &str, provider: Provider) -> Result<(), Problem> {
     let key = env_secret(var)?;
     crate::headers::upstream_auth(provider, &key)
         .map(|_| ())
-        .map_err(|_| {
-            format!("the key in environment variable {var} is not a valid HTTP header value")
-        })
+        .map_err(|_| Problem::UpstreamKey(var.to_owned()))
+}
+
+/// `metrics_listen` must not be the main listener's address, checked again once the command
+/// line may have changed `listen`; `path` names the file in the error.
+pub(crate) fn check_listeners(server: &Server, path: &Path) -> Result<(), ConfigError> {
+    listeners(server).map_err(|invalid| ConfigError::Invalid {
+        path: path.to_owned(),
+        invalid,
+    })
 }
 
 /// `metrics_listen` must not be the main listener's address (port 0 picks two ports).
-pub fn check_listeners(server: &Server) -> Result<(), (&'static str, String)> {
+fn listeners(server: &Server) -> Result<(), Invalid> {
     match server.metrics_listen {
-        Some(m) if m == server.listen && m.port() != 0 => Err((
-            "server.metrics_listen",
-            format!("{m} is also server.listen; use another address or leave it unset"),
-        )),
+        Some(m) if m == server.listen && m.port() != 0 => {
+            Err(invalid("server.metrics_listen", Problem::SameListener(m)))
+        }
         _ => Ok(()),
     }
 }
 
-fn check_rate_limit(rl: &RateLimit, at: &str) -> Result<(), (String, String)> {
+fn check_rate_limit(rl: &RateLimit, at: &str) -> Result<(), Invalid> {
     if rl.requests_per_minute.is_none() && rl.tokens_per_minute.is_none() {
-        return Err((
-            at.to_owned(),
-            "set requests_per_minute and/or tokens_per_minute".into(),
+        return Err(invalid(
+            at,
+            "set requests_per_minute and/or tokens_per_minute",
         ));
     }
     for (k, v) in [
@@ -462,7 +513,7 @@ fn check_rate_limit(rl: &RateLimit, at: &str) -> Result<(), (String, String)> {
         ("tokens_per_minute", rl.tokens_per_minute),
     ] {
         if v == Some(0) {
-            return Err((format!("{at}.{k}"), "must be > 0".into()));
+            return Err(invalid(format!("{at}.{k}"), "must be > 0"));
         }
     }
     Ok(())
@@ -585,6 +636,39 @@ model = "gpt-4o-mini-2024-07-18"
             .unwrap_err()
             .to_string();
         assert!(e.contains("translation.default_max_tokens"), "{e}");
+    }
+
+    #[test]
+    fn messages_keep_their_text() {
+        // Clients and scripts match these; the typed errors render them byte for byte.
+        let text = MINIMAL.replace(
+            "model = \"gpt-4o-mini-2024-07-18\"",
+            "model = \"m\"\napi_key_env = \"GATEWAY_TEST_SURELY_UNSET_VAR\"",
+        );
+        assert_eq!(
+            parse(&text).unwrap_err().to_string(),
+            "invalid config file test.toml: `models[0].targets[0].api_key_env`: \
+             environment variable GATEWAY_TEST_SURELY_UNSET_VAR is not set"
+        );
+        let text = MINIMAL.replace(
+            "name = \"gpt-4o-mini\"\n",
+            "name = \"gpt-4o-mini\"\nrate_limit = {}\n",
+        );
+        assert_eq!(
+            parse(&text).unwrap_err().to_string(),
+            "invalid config file test.toml: `models[0].rate_limit`: \
+             set requests_per_minute and/or tokens_per_minute"
+        );
+        let mut server = Server::default();
+        server.listen = "127.0.0.1:9000".parse().unwrap();
+        server.metrics_listen = Some(server.listen);
+        assert_eq!(
+            check_listeners(&server, Path::new("g.toml"))
+                .unwrap_err()
+                .to_string(),
+            "invalid config file g.toml: `server.metrics_listen`: 127.0.0.1:9000 is also \
+             server.listen; use another address or leave it unset"
+        );
     }
 
     #[test]

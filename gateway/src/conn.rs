@@ -25,13 +25,13 @@ use crate::error::{ApiError, ErrorKind};
 
 /// What a connection's requests may need to know about it.
 #[derive(Debug, Default)]
-pub struct ConnState {
+pub(crate) struct ConnState {
     write_timed_out: AtomicBool,
 }
 
 impl ConnState {
     /// Whether the connection was closed because the client stopped reading.
-    pub fn write_timed_out(&self) -> bool {
+    pub(crate) fn write_timed_out(&self) -> bool {
         self.write_timed_out.load(Relaxed)
     }
 }
@@ -39,7 +39,7 @@ impl ConnState {
 /// Request-line bytes kept to pick the envelope of a replaced error (`/v1/messages`).
 const HEAD_PREFIX: usize = 48;
 
-pub struct ClientIo {
+pub(crate) struct ClientIo {
     inner: TcpStream,
     state: Arc<ConnState>,
     write_timeout: Duration,
@@ -60,7 +60,11 @@ struct Replacement {
 }
 
 impl ClientIo {
-    pub fn new(inner: TcpStream, state: Arc<ConnState>, write_timeout: Duration) -> ClientIo {
+    pub(crate) fn new(
+        inner: TcpStream,
+        state: Arc<ConnState>,
+        write_timeout: Duration,
+    ) -> ClientIo {
         ClientIo {
             inner,
             state,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 /// translated (see `crate::translate` and TRANSLATION.md). Configured per target
 /// (`[[models.targets]] provider`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum Provider {
+pub(crate) enum Provider {
     /// OpenAI: serves `/v1/chat/completions` and `/v1/responses`.
     #[serde(rename = "openai")]
     Openai,
@@ -20,7 +20,7 @@ pub enum Provider {
 
 /// A client-facing API dialect, fixed by the request path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// OpenAI `POST /v1/chat/completions`.
     Chat,
     /// Anthropic `POST /v1/messages`.
@@ -30,10 +30,10 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    pub const ALL: [Dialect; 3] = [Dialect::Chat, Dialect::Messages, Dialect::Responses];
+    pub(crate) const ALL: [Dialect; 3] = [Dialect::Chat, Dialect::Messages, Dialect::Responses];
 
     /// The request path, which is also the path appended to an upstream's base URL.
-    pub const fn path(self) -> &'static str {
+    pub(crate) const fn path(self) -> &'static str {
         match self {
             Dialect::Chat => "/v1/chat/completions",
             Dialect::Messages => "/v1/messages",
@@ -41,21 +41,12 @@ impl Dialect {
         }
     }
 
-    /// Short label for metrics and logs.
-    pub const fn label(self) -> &'static str {
-        match self {
-            Dialect::Chat => "chat_completions",
-            Dialect::Messages => "messages",
-            Dialect::Responses => "responses",
-        }
-    }
-
-    pub const fn index(self) -> usize {
+    pub(crate) const fn index(self) -> usize {
         self as usize
     }
 
     /// Whether an upstream of `provider` serves this dialect natively (passthrough).
-    pub const fn served_by(self, provider: Provider) -> bool {
+    pub(crate) const fn served_by(self, provider: Provider) -> bool {
         matches!(
             (self, provider),
             (Dialect::Chat | Dialect::Responses, Provider::Openai)
@@ -66,7 +57,7 @@ impl Dialect {
 
     /// The dialect a request in this dialect is sent upstream in: itself where `provider`
     /// speaks it (passthrough), else the provider's dialect it is translated to.
-    pub const fn upstream_for(self, provider: Provider) -> Dialect {
+    pub(crate) const fn upstream_for(self, provider: Provider) -> Dialect {
         if self.served_by(provider) {
             return self;
         }
@@ -77,17 +68,8 @@ impl Dialect {
     }
 
     /// The envelope family errors use: Anthropic's for messages, OpenAI's otherwise.
-    pub const fn is_anthropic(self) -> bool {
+    pub(crate) const fn is_anthropic(self) -> bool {
         matches!(self, Dialect::Messages)
-    }
-
-    /// Short name used in `translated=` labels (`messages->chat`).
-    pub const fn short(self) -> &'static str {
-        match self {
-            Dialect::Chat => "chat",
-            Dialect::Messages => "messages",
-            Dialect::Responses => "responses",
-        }
     }
 }
 

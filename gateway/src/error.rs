@@ -7,7 +7,7 @@ use crate::body::{full, GatewayBody};
 
 /// What went wrong, independent of the dialect that reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     InvalidRequest,
     Authentication,
     Permission,
@@ -17,7 +17,6 @@ pub enum ErrorKind {
     RateLimited,
     BadGateway,
     GatewayTimeout,
-    Internal,
     /// The request body did not arrive within `server.body_read_timeout_ms`.
     RequestTimeout,
     MethodNotAllowed,
@@ -28,7 +27,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const fn status(self) -> StatusCode {
+    pub(crate) const fn status(self) -> StatusCode {
         match self {
             ErrorKind::InvalidRequest => StatusCode::BAD_REQUEST,
             ErrorKind::Authentication => StatusCode::UNAUTHORIZED,
@@ -38,7 +37,6 @@ impl ErrorKind {
             ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
             ErrorKind::GatewayTimeout => StatusCode::GATEWAY_TIMEOUT,
-            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorKind::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
@@ -62,7 +60,7 @@ impl ErrorKind {
             ErrorKind::TooLarge => "request_too_large",
             ErrorKind::RateLimited => "rate_limit_error",
             ErrorKind::GatewayTimeout => "timeout_error",
-            ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
+            ErrorKind::BadGateway => "api_error",
         }
     }
 
@@ -78,7 +76,6 @@ impl ErrorKind {
             ErrorKind::RateLimited => ("requests", Some("rate_limit_exceeded")),
             ErrorKind::BadGateway => ("server_error", Some("bad_gateway")),
             ErrorKind::GatewayTimeout => ("server_error", Some("timeout")),
-            ErrorKind::Internal => ("server_error", None),
             ErrorKind::RequestTimeout => ("invalid_request_error", Some("request_timeout")),
             ErrorKind::MethodNotAllowed => ("invalid_request_error", Some("method_not_allowed")),
             ErrorKind::Overloaded => ("server_error", Some("overloaded")),
@@ -90,25 +87,25 @@ impl ErrorKind {
 
 /// An error answered by the gateway (not passed through from an upstream).
 #[derive(Debug, Clone)]
-pub struct ApiError {
-    pub kind: ErrorKind,
-    pub message: String,
+pub(crate) struct ApiError {
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
 }
 
 impl ApiError {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> ApiError {
         ApiError {
             kind,
             message: message.into(),
         }
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         self.kind.status()
     }
 
     /// The JSON body in the envelope of `anthropic` (Messages) or OpenAI (everything else).
-    pub fn body(&self, anthropic: bool) -> Bytes {
+    pub(crate) fn body(&self, anthropic: bool) -> Bytes {
         let v = if anthropic {
             serde_json::json!({
                 "type": "error",
@@ -123,7 +120,7 @@ impl ApiError {
         Bytes::from(serde_json::to_vec(&v).expect("serializing a JSON value cannot fail"))
     }
 
-    pub fn into_response(self, anthropic: bool) -> Response<GatewayBody> {
+    pub(crate) fn into_response(self, anthropic: bool) -> Response<GatewayBody> {
         let mut resp = Response::new(full(self.body(anthropic)));
         *resp.status_mut() = self.status();
         resp.headers_mut().insert(

@@ -13,7 +13,7 @@ use crate::dialect::Provider;
 
 /// Client request headers always forwarded. `content-type` is not among them: the body was
 /// parsed as JSON, so the gateway sends `application/json` whatever the client claimed.
-pub const FORWARDED: [HeaderName; 4] = [
+pub(crate) const FORWARDED: [HeaderName; 4] = [
     header::ACCEPT,
     header::USER_AGENT,
     HeaderName::from_static("anthropic-version"),
@@ -45,20 +45,27 @@ const NEVER_FORWARDED: [&str; 20] = [
     "x-gateway-request-id",
 ];
 
+/// Why a `forward_headers` entry was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ForwardError {
+    #[error("{0:?} is not a header name")]
+    NotAName(String),
+    #[error("{0:?} cannot be forwarded (credentials, framing and gateway-set headers never are)")]
+    Never(String),
+}
+
 /// Validates one `forward_headers` entry (config time).
-pub fn check_extra_forward(name: &str) -> Result<HeaderName, String> {
+pub(crate) fn check_extra_forward(name: &str) -> Result<HeaderName, ForwardError> {
     let h = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| format!("{name:?} is not a header name"))?;
+        .map_err(|_| ForwardError::NotAName(name.to_owned()))?;
     if NEVER_FORWARDED.contains(&h.as_str()) {
-        return Err(format!(
-            "{name:?} cannot be forwarded (credentials, framing and gateway-set headers never are)"
-        ));
+        return Err(ForwardError::Never(name.to_owned()));
     }
     Ok(h)
 }
 
 /// Copies the allowed client headers into the upstream request.
-pub fn forward(out: &mut HeaderMap, client: &HeaderMap, extra: &[HeaderName]) {
+pub(crate) fn forward(out: &mut HeaderMap, client: &HeaderMap, extra: &[HeaderName]) {
     for name in FORWARDED.iter().chain(extra) {
         for v in client.get_all(name) {
             out.append(name.clone(), v.clone());
@@ -76,7 +83,7 @@ pub fn forward(out: &mut HeaderMap, client: &HeaderMap, extra: &[HeaderName]) {
 }
 
 /// Whether an upstream response header is passed back to the client.
-pub fn passes_back(name: &HeaderName) -> bool {
+pub(crate) fn passes_back(name: &HeaderName) -> bool {
     let n = name.as_str();
     n == "content-type"
         // Only set if an upstream compresses although asked not to; the client must know,
@@ -92,11 +99,11 @@ pub fn passes_back(name: &HeaderName) -> bool {
 /// An upstream key that cannot be sent as a header value (control bytes and the like).
 #[derive(Debug, thiserror::Error)]
 #[error("the upstream key is not a valid HTTP header value")]
-pub struct InvalidUpstreamKey;
+pub(crate) struct InvalidUpstreamKey;
 
 /// The header carrying an upstream key for `provider`, marked sensitive (never logged by
 /// hyper, kept out of HPACK tables). Fails if the key is not a valid header value.
-pub fn upstream_auth(
+pub(crate) fn upstream_auth(
     provider: Provider,
     key: &str,
 ) -> Result<(HeaderName, HeaderValue), InvalidUpstreamKey> {

@@ -28,8 +28,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "compiled state",
         &["access_log", "auth", "client", "conn", "ratelimit", "state"],
     ),
-    ("request path", &["completion", "proxy", "routes"]),
-    ("process", &["cli", "server"]),
+    ("request path", &["proxy", "routes", "settle"]),
+    ("process", &["cli", "entry", "server"]),
 ];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;

@@ -2,30 +2,35 @@
 //! responses, streaming and not, with auth, rate limits and metrics.
 //!
 //! Request path: `server` (accept, connections, shutdown) -> `routes` (path dispatch) ->
-//! `proxy` (auth, body head, limits, failover, passthrough) -> `completion` (metrics, access
+//! `proxy` (auth, body head, limits, failover, passthrough) -> `settle` (metrics, access
 //! log, token charges when the request ends).
+//!
+//! Every module is private: the binary needs only [`main`], so rustc reports dead code.
 
-pub mod access_log;
-pub mod auth;
-pub mod body;
-pub mod buffer;
-pub mod cli;
-pub mod client;
-pub mod completion;
-pub mod config;
-pub mod conn;
-pub mod dialect;
-pub mod error;
-pub mod headers;
+mod access_log;
+mod auth;
+mod body;
+mod buffer;
+mod cli;
+mod client;
+mod config;
+mod conn;
+mod dialect;
+mod entry;
+mod error;
+mod headers;
 #[cfg(test)]
 mod layering;
-pub mod metrics;
-pub mod proxy;
-pub mod ratelimit;
-pub mod routes;
-pub mod server;
-pub mod sse;
-pub mod state;
-pub mod translate;
-pub mod upstream_url;
-pub mod usage;
+mod metrics;
+mod proxy;
+mod ratelimit;
+mod routes;
+mod server;
+mod settle;
+mod sse;
+mod state;
+mod translate;
+mod upstream_url;
+mod usage;
+
+pub use entry::main;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// Routes as metric labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     ChatCompletions,
     Messages,
     Responses,
@@ -30,7 +30,7 @@ impl Route {
         Route::NotFound,
     ];
 
-    pub const fn label(self) -> &'static str {
+    pub(crate) const fn label(self) -> &'static str {
         match self {
             Route::ChatCompletions => "/v1/chat/completions",
             Route::Messages => "/v1/messages",
@@ -50,14 +50,14 @@ const BUCKETS: [f64; 16] = [
 ];
 
 #[derive(Default)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     buckets: [AtomicU64; BUCKETS.len()],
     count: AtomicU64,
     sum_micros: AtomicU64,
 }
 
 impl Histogram {
-    pub fn observe(&self, d: Duration) {
+    pub(crate) fn observe(&self, d: Duration) {
         let secs = d.as_secs_f64();
         if let Some(i) = BUCKETS.iter().position(|&b| secs <= b) {
             self.buckets[i].fetch_add(1, Relaxed);
@@ -85,9 +85,9 @@ const STATUS_MIN: usize = 100;
 const STATUS_SLOTS: usize = 500;
 
 /// Counters for one (route, model) pair.
-pub struct RequestSlot {
+pub(crate) struct RequestSlot {
     by_status: Box<[AtomicU64]>,
-    pub duration: Histogram,
+    pub(crate) duration: Histogram,
 }
 
 impl RequestSlot {
@@ -98,7 +98,7 @@ impl RequestSlot {
         }
     }
 
-    pub fn record(&self, status: u16, elapsed: Duration) {
+    pub(crate) fn record(&self, status: u16, elapsed: Duration) {
         let i = (status as usize)
             .saturating_sub(STATUS_MIN)
             .min(STATUS_SLOTS - 1);
@@ -109,26 +109,26 @@ impl RequestSlot {
 
 /// Per-model upstream and accounting counters.
 #[derive(Default)]
-pub struct ModelSlot {
-    pub upstream_duration: Histogram,
-    pub upstream_ttfb: Histogram,
-    pub input_tokens: AtomicU64,
-    pub output_tokens: AtomicU64,
-    pub rate_limited_key: AtomicU64,
-    pub rate_limited_model: AtomicU64,
-    pub failovers: AtomicU64,
+pub(crate) struct ModelSlot {
+    pub(crate) upstream_duration: Histogram,
+    pub(crate) upstream_ttfb: Histogram,
+    pub(crate) input_tokens: AtomicU64,
+    pub(crate) output_tokens: AtomicU64,
+    pub(crate) rate_limited_key: AtomicU64,
+    pub(crate) rate_limited_model: AtomicU64,
+    pub(crate) failovers: AtomicU64,
     /// Requests answered by a target that got them translated.
-    pub translated: AtomicU64,
-    pub upstream_connect_errors: AtomicU64,
-    pub upstream_timeouts: AtomicU64,
-    pub upstream_protocol_errors: AtomicU64,
-    pub upstream_read_errors: AtomicU64,
-    pub upstream_5xx: AtomicU64,
+    pub(crate) translated: AtomicU64,
+    pub(crate) upstream_connect_errors: AtomicU64,
+    pub(crate) upstream_timeouts: AtomicU64,
+    pub(crate) upstream_protocol_errors: AtomicU64,
+    pub(crate) upstream_read_errors: AtomicU64,
+    pub(crate) upstream_5xx: AtomicU64,
 }
 
 /// Kinds of failed upstream attempts (`gateway_upstream_errors_total{kind}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpstreamErrorKind {
+pub(crate) enum UpstreamErrorKind {
     /// TCP/TLS connect failed.
     Connect,
     /// Connect, first byte or idle timeout.
@@ -142,7 +142,7 @@ pub enum UpstreamErrorKind {
 }
 
 impl ModelSlot {
-    pub fn upstream_error(&self, kind: UpstreamErrorKind) {
+    pub(crate) fn upstream_error(&self, kind: UpstreamErrorKind) {
         let c = match kind {
             UpstreamErrorKind::Connect => &self.upstream_connect_errors,
             UpstreamErrorKind::Timeout => &self.upstream_timeouts,
@@ -155,25 +155,25 @@ impl ModelSlot {
 
     /// Adds reported tokens, saturating: an upstream's absurd usage must not wrap a
     /// counter (Prometheus reads a decrease as a reset).
-    pub fn add_tokens(counter: &AtomicU64, n: u64) {
+    pub(crate) fn add_tokens(counter: &AtomicU64, n: u64) {
         let _ = counter.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_add(n)));
     }
 }
 
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Model labels; index `models.len()` is the "no model" slot (unknown or not applicable).
     models: Vec<String>,
     /// `requests[route * (models + 1) + model]`.
     requests: Vec<RequestSlot>,
     model_slots: Vec<ModelSlot>,
-    pub in_flight: AtomicI64,
-    pub access_log_dropped: AtomicU64,
-    pub open_connections: AtomicI64,
-    pub connections_rejected: AtomicU64,
+    pub(crate) in_flight: AtomicI64,
+    pub(crate) access_log_dropped: AtomicU64,
+    pub(crate) open_connections: AtomicI64,
+    pub(crate) connections_rejected: AtomicU64,
 }
 
 impl Metrics {
-    pub fn new(models: Vec<String>) -> Metrics {
+    pub(crate) fn new(models: Vec<String>) -> Metrics {
         let per_route = models.len() + 1;
         Metrics {
             requests: (0..Route::ALL.len() * per_route)
@@ -189,18 +189,18 @@ impl Metrics {
     }
 
     /// The request slot of `route` and model index `model` (`None`: no or unknown model).
-    pub fn request(&self, route: Route, model: Option<usize>) -> &RequestSlot {
+    pub(crate) fn request(&self, route: Route, model: Option<usize>) -> &RequestSlot {
         let per_route = self.models.len() + 1;
         let m = model.unwrap_or(self.models.len()).min(self.models.len());
         &self.requests[route as usize * per_route + m]
     }
 
-    pub fn model(&self, model: usize) -> &ModelSlot {
+    pub(crate) fn model(&self, model: usize) -> &ModelSlot {
         &self.model_slots[model]
     }
 
     /// The Prometheus text exposition format, version 0.0.4.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::with_capacity(16 * 1024);
         let per_route = self.models.len() + 1;
         let model_label = |i: usize| self.models.get(i).map(String::as_str).unwrap_or("");

@@ -69,16 +69,16 @@ struct State {
 
 /// One policy instance (one key's, or one model's).
 #[derive(Debug)]
-pub struct Limiter {
+pub(crate) struct Limiter {
     state: Mutex<State>,
     limit: RateLimit,
 }
 
 /// Why a request was refused, with what the 429's headers report.
 #[derive(Debug, Clone)]
-pub struct Rejection {
-    pub retry_after: Duration,
-    pub what: &'static str,
+pub(crate) struct Rejection {
+    pub(crate) retry_after: Duration,
+    pub(crate) what: &'static str,
     headers: Snapshot,
 }
 
@@ -90,7 +90,7 @@ struct Snapshot {
 }
 
 impl Limiter {
-    pub fn new(limit: RateLimit) -> Limiter {
+    pub(crate) fn new(limit: RateLimit) -> Limiter {
         Limiter::new_at(limit, Instant::now())
     }
 
@@ -105,7 +105,7 @@ impl Limiter {
     }
 
     /// Takes one request from the bucket, or says how long to wait.
-    pub fn admit(&self) -> Result<(), Rejection> {
+    pub(crate) fn admit(&self) -> Result<(), Rejection> {
         self.admit_at(Instant::now())
     }
 
@@ -136,7 +136,7 @@ impl Limiter {
     }
 
     /// Gives back a request admitted here but refused by another limiter.
-    pub fn refund(&self) {
+    pub(crate) fn refund(&self) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(b) = &mut s.requests {
             b.tokens = (b.tokens + 1.0).min(b.capacity);
@@ -144,7 +144,7 @@ impl Limiter {
     }
 
     /// Charges the tokens a finished request used.
-    pub fn charge_tokens(&self, tokens: u64) {
+    pub(crate) fn charge_tokens(&self, tokens: u64) {
         if tokens == 0 || self.limit.tokens_per_minute.is_none() {
             return;
         }
@@ -174,7 +174,7 @@ impl Limiter {
 
 impl Rejection {
     /// `Retry-After` (whole seconds, rounded up) and the OpenAI-style `x-ratelimit-*` set.
-    pub fn write_headers(&self, h: &mut HeaderMap) {
+    pub(crate) fn write_headers(&self, h: &mut HeaderMap) {
         let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
         h.insert(http::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         let mut put = |name: &'static str, v: String| {

@@ -10,13 +10,13 @@ use hyper::body::Incoming;
 
 use crate::auth::AuthOutcome;
 use crate::body::{full, GatewayBody};
-use crate::completion::Completion;
 use crate::conn::ConnState;
 use crate::dialect::Dialect;
 use crate::error::ErrorKind;
 use crate::metrics::{Metrics, Route};
 use crate::proxy;
-use crate::state::Gateway;
+use crate::settle::Settlement;
+use crate::state::State;
 
 /// `Allow` of the read-only routes.
 const GET_HEAD: &str = "GET, HEAD";
@@ -26,8 +26,8 @@ fn is_get(req: &Request<Incoming>) -> bool {
 }
 
 /// The main listener's service.
-pub async fn route(
-    gw: Arc<Gateway>,
+pub(crate) async fn route(
+    gw: Arc<State>,
     req: Request<Incoming>,
     conn: Arc<ConnState>,
 ) -> Result<Response<GatewayBody>, Infallible> {
@@ -41,7 +41,7 @@ pub async fn route(
             "/metrics" => Route::Metrics,
             _ => Route::Models,
         };
-        let c = Completion::begin(gw, route, id);
+        let c = Settlement::begin(gw, route, id);
         let msg = format!("{path} requires GET");
         return Ok(proxy::method_not_allowed(c, Dialect::Chat, GET_HEAD, msg));
     }
@@ -54,7 +54,7 @@ pub async fn route(
         "/v1/models" => return Ok(models(gw, &req)),
         _ => {
             let id = request_id(&gw, &req);
-            let c = Completion::begin(gw, Route::NotFound, id);
+            let c = Settlement::begin(gw, Route::NotFound, id);
             let msg = format!("no route for {} {}", req.method(), req.uri().path());
             return Ok(proxy::fail(c, Dialect::Chat, ErrorKind::NotFound, msg));
         }
@@ -65,13 +65,13 @@ pub async fn route(
         Dialect::Responses => Route::Responses,
     };
     let id = request_id(&gw, &req);
-    let mut c = Completion::begin(gw, route, id);
+    let mut c = Settlement::begin(gw, route, id);
     c.conn = Some(conn);
     Ok(proxy::handle(c, dialect, req).await)
 }
 
 /// The separate metrics listener's service (`server.metrics_listen`).
-pub async fn metrics_only(
+pub(crate) async fn metrics_only(
     m: Arc<Metrics>,
     req: Request<Incoming>,
 ) -> Result<Response<GatewayBody>, Infallible> {
@@ -113,9 +113,9 @@ fn metrics(m: &Metrics) -> Response<GatewayBody> {
     r
 }
 
-fn models(gw: Arc<Gateway>, req: &Request<Incoming>) -> Response<GatewayBody> {
+fn models(gw: Arc<State>, req: &Request<Incoming>) -> Response<GatewayBody> {
     let id = request_id(&gw, req);
-    let mut c = Completion::begin(gw.clone(), Route::Models, id);
+    let mut c = Settlement::begin(gw.clone(), Route::Models, id);
     let body = match gw.keys.authenticate(req.headers()) {
         AuthOutcome::Open => gw.models_json.clone(),
         AuthOutcome::Key(i, k) => {
@@ -142,7 +142,7 @@ fn models(gw: Arc<Gateway>, req: &Request<Incoming>) -> Response<GatewayBody> {
 }
 
 /// The client's `x-request-id` when it is a sane token, else a fresh one.
-fn request_id(gw: &Gateway, req: &Request<Incoming>) -> Arc<str> {
+fn request_id(gw: &State, req: &Request<Incoming>) -> Arc<str> {
     match req.headers().get("x-request-id").map(HeaderValue::as_bytes) {
         Some(v) if (1..=128).contains(&v.len()) && v.iter().all(|b| b.is_ascii_graphic()) => {
             // All visible ASCII, so this is valid UTF-8.

@@ -30,17 +30,17 @@ use crate::conn::{ClientIo, ConnState};
 use crate::error::{ApiError, ErrorKind};
 use crate::metrics::Metrics;
 use crate::routes;
-use crate::state::Gateway;
+use crate::state::{SetupError, State};
 
 #[derive(Debug, thiserror::Error)]
-pub enum ServeError {
+pub(crate) enum ServeError {
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Setup(String),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
     #[error(
@@ -52,7 +52,7 @@ pub enum ServeError {
 impl ServeError {
     /// The exit code: 2 for set-up errors (a config problem validation could not see),
     /// 128 + signal number for a forced exit, 1 otherwise.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             ServeError::Setup(_) => 2,
             ServeError::Forced { signal, .. } => 128 + signal_number(signal),
@@ -70,13 +70,13 @@ fn signal_number(name: &str) -> u8 {
 }
 
 /// Bound listeners, so callers learn the real addresses (port 0 picks one) before serving.
-pub struct Listeners {
+pub(crate) struct Listeners {
     main: TcpListener,
     metrics: Option<TcpListener>,
 }
 
 impl Listeners {
-    pub async fn bind(cfg: &Config) -> Result<Listeners, ServeError> {
+    pub(crate) async fn bind(cfg: &Config) -> Result<Listeners, ServeError> {
         let bind = |addr: SocketAddr| async move {
             TcpListener::bind(addr)
                 .await
@@ -90,28 +90,28 @@ impl Listeners {
         Ok(Listeners { main, metrics })
     }
 
-    pub fn main_addr(&self) -> std::io::Result<SocketAddr> {
+    pub(crate) fn main_addr(&self) -> std::io::Result<SocketAddr> {
         self.main.local_addr()
     }
 
-    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+    pub(crate) fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 }
 
 /// The compiled gateway and its access log, built before anything listens so a set-up
 /// failure exits before `listening on` is printed.
-pub struct Prepared {
-    gw: Arc<Gateway>,
+pub(crate) struct Prepared {
+    gw: Arc<State>,
     metrics: Arc<Metrics>,
     writer: AccessLogWriter,
 }
 
-pub fn prepare(cfg: &Config) -> Result<Prepared, ServeError> {
+pub(crate) fn prepare(cfg: &Config) -> Result<Prepared, ServeError> {
     let names = cfg.models.iter().map(|m| m.name.clone()).collect();
     let metrics = Arc::new(Metrics::new(names));
     let (access_log, writer) = AccessLog::start(&cfg.observability.access_log, metrics.clone());
-    let gw = Arc::new(Gateway::build(cfg, access_log, metrics.clone()).map_err(ServeError::Setup)?);
+    let gw = Arc::new(State::build(cfg, access_log, metrics.clone())?);
     Ok(Prepared {
         gw,
         metrics,
@@ -120,21 +120,21 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, ServeError> {
 }
 
 /// What `run` hands back after a clean drain.
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// To be finished once the runtime (and every leftover connection task) is gone.
-    pub writer: AccessLogWriter,
+    pub(crate) writer: AccessLogWriter,
     /// The end of the grace period: the access log gets until then to flush.
-    pub deadline: Instant,
+    pub(crate) deadline: Instant,
 }
 
 /// SIGTERM and SIGINT, counted: the first starts the drain, the second forces the exit.
-pub struct Signals {
+pub(crate) struct Signals {
     rx: watch::Receiver<(u32, &'static str)>,
 }
 
 impl Signals {
     /// Installs the handlers (inside the runtime).
-    pub fn install() -> Result<Signals, ServeError> {
+    pub(crate) fn install() -> Result<Signals, ServeError> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
         let mut int = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
@@ -155,7 +155,7 @@ impl Signals {
     }
 
     /// Resolves once `n` signals have arrived, with the name of the last.
-    pub async fn nth(&self, n: u32) -> &'static str {
+    pub(crate) async fn nth(&self, n: u32) -> &'static str {
         let mut rx = self.rx.clone();
         let name = match rx.wait_for(|(count, _)| *count >= n).await {
             Ok(v) => Some(v.1),
@@ -171,7 +171,7 @@ impl Signals {
 
 /// Serves until the first signal, then drains for the grace period (or until a second
 /// signal).
-pub async fn run(
+pub(crate) async fn run(
     cfg: &Config,
     prepared: Prepared,
     listeners: Listeners,

@@ -10,13 +10,13 @@ const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
 /// One complete event: its `event:` name (empty if none) and its `data:` lines joined by `\n`.
 #[derive(Debug, PartialEq, Eq)]
-pub struct SseEvent<'a> {
-    pub event: &'a [u8],
-    pub data: &'a [u8],
+pub(crate) struct SseEvent<'a> {
+    pub(crate) event: &'a [u8],
+    pub(crate) data: &'a [u8],
 }
 
 #[derive(Debug, Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     /// An incomplete line carried over from the previous chunk.
     partial: Vec<u8>,
     event: Vec<u8>,
@@ -27,12 +27,12 @@ pub struct SseParser {
 }
 
 impl SseParser {
-    pub fn new() -> SseParser {
+    pub(crate) fn new() -> SseParser {
         SseParser::default()
     }
 
     /// Feeds the next chunk of the stream; calls `on_event` for every event it completes.
-    pub fn feed(&mut self, mut chunk: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
+    pub(crate) fn feed(&mut self, mut chunk: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
         while let Some(nl) = chunk.iter().position(|&b| b == b'\n') {
             let (line, rest) = chunk.split_at(nl);
             chunk = &rest[1..];
@@ -58,7 +58,7 @@ impl SseParser {
 
     /// Whether the bytes fed so far stop inside an event (a partial line, or data lines
     /// without their blank-line terminator): a stream that ends here was cut.
-    pub fn is_mid_event(&self) -> bool {
+    pub(crate) fn is_mid_event(&self) -> bool {
         !self.partial.is_empty() || self.has_data || self.oversized
     }
 

@@ -9,92 +9,110 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Uri};
 
 use crate::access_log::AccessLog;
-use crate::auth::Keys;
+use crate::auth::{Keys, UnsetSecret};
 use crate::buffer::BufferBudget;
-use crate::client::{self, UpstreamClient};
-use crate::config::Config;
+use crate::client::{self, ClientError, UpstreamClient};
+use crate::config::{Config, EnvError};
 use crate::dialect::{Dialect, Provider};
-use crate::headers::upstream_auth;
+use crate::headers::{upstream_auth, ForwardError};
 use crate::metrics::Metrics;
 use crate::ratelimit::Limiter;
-use crate::upstream_url::UpstreamUrl;
+use crate::upstream_url::{UpstreamUrl, UrlError};
 
 /// One upstream target for one dialect, with everything precomputed.
-pub struct Target {
-    pub uri: Uri,
+pub(crate) struct Target {
+    pub(crate) uri: Uri,
     /// The upstream model name (for translated bodies).
-    pub model: Box<str>,
+    pub(crate) model: Box<str>,
     /// The upstream model name, already JSON-encoded for splicing into bodies.
-    pub model_json: Bytes,
+    pub(crate) model_json: Bytes,
     /// The header carrying the upstream key (`authorization` or `x-api-key`), if any.
-    pub auth: Option<(HeaderName, HeaderValue)>,
+    pub(crate) auth: Option<(HeaderName, HeaderValue)>,
     /// The upstream key itself, to redact it from upstream error bodies that echo it.
-    pub secret: Option<Arc<[u8]>>,
-    pub provider: Provider,
+    pub(crate) secret: Option<Arc<[u8]>>,
+    pub(crate) provider: Provider,
     /// The dialect this target is sent: the client's own (passthrough, the fast path) or
     /// the provider's, the request and answer being translated (`crate::translate`).
-    pub upstream: Dialect,
+    pub(crate) upstream: Dialect,
 }
 
 impl Target {
     /// Whether a request of `client` dialect is translated for this target.
-    pub fn translates(&self, client: Dialect) -> bool {
+    pub(crate) fn translates(&self, client: Dialect) -> bool {
         self.upstream != client
     }
 }
 
-pub struct ModelEntry {
-    pub name: Arc<str>,
-    pub limiter: Option<Limiter>,
+pub(crate) struct ModelEntry {
+    pub(crate) name: Arc<str>,
+    pub(crate) limiter: Option<Limiter>,
     /// Every target, once per client dialect (indexed by `Dialect::index`), in failover
     /// order; each knows whether it passes that dialect through or translates it.
-    pub targets: [Vec<Target>; 3],
+    pub(crate) targets: [Vec<Target>; 3],
     /// Per client dialect: whether any target translates it (the request is then parsed
     /// up front, so a field that cannot be translated is refused before any upstream).
-    pub translates: [bool; 3],
+    pub(crate) translates: [bool; 3],
     /// `max_tokens` for an Anthropic target when a translated client sent none.
-    pub default_max_tokens: u64,
+    pub(crate) default_max_tokens: u64,
     /// Client headers forwarded on top of the fixed allow-list (`forward_headers`).
-    pub forward_headers: Vec<HeaderName>,
+    pub(crate) forward_headers: Vec<HeaderName>,
 }
 
-pub struct Timeouts {
-    pub first_byte: Duration,
-    pub idle: Duration,
+pub(crate) struct Timeouts {
+    pub(crate) first_byte: Duration,
+    pub(crate) idle: Duration,
     /// Whole request body, from the end of its head.
-    pub body_read: Duration,
+    pub(crate) body_read: Duration,
 }
 
-pub struct Gateway {
-    pub model_index: HashMap<Box<str>, usize>,
-    pub models: Vec<ModelEntry>,
-    pub keys: Keys,
+/// What compiling the config can still hit although validation passed: the environment
+/// changed in between (an env var unset), or a file that exists does not parse.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SetupError {
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[error(transparent)]
+    Header(#[from] ForwardError),
+    #[error("model {model:?}: {source}")]
+    Secret { model: String, source: EnvError },
+    #[error("model {model:?}: the key in {var} is not a valid header value")]
+    UpstreamKey { model: String, var: String },
+    #[error(transparent)]
+    Keys(#[from] UnsetSecret),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+pub(crate) struct State {
+    pub(crate) model_index: HashMap<Box<str>, usize>,
+    pub(crate) models: Vec<ModelEntry>,
+    pub(crate) keys: Keys,
     /// `/v1/models` when no keys are configured.
-    pub models_json: Bytes,
-    pub metrics: Arc<Metrics>,
-    pub access_log: AccessLog,
-    pub client: UpstreamClient,
-    pub max_body_bytes: usize,
+    pub(crate) models_json: Bytes,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) access_log: AccessLog,
+    pub(crate) client: UpstreamClient,
+    pub(crate) max_body_bytes: usize,
     /// Largest non-streaming upstream body buffered.
-    pub max_response_body_bytes: usize,
+    pub(crate) max_response_body_bytes: usize,
     /// Non-streaming upstream bytes buffered at once, over all requests.
-    pub buffer_budget: Arc<BufferBudget>,
-    pub timeouts: Timeouts,
-    pub metrics_on_main: bool,
+    pub(crate) buffer_budget: Arc<BufferBudget>,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) metrics_on_main: bool,
     /// Set when the shutdown grace period ran out: streams dropped after that were cut by
     /// the shutdown, not by their clients.
-    pub grace_over: AtomicBool,
+    pub(crate) grace_over: AtomicBool,
     request_ids: RequestIds,
 }
 
-impl Gateway {
+impl State {
     /// Compiles a validated config. Fails only on what validation cannot see (a CA file that
     /// does not parse, a key whose env var vanished).
-    pub fn build(
+    pub(crate) fn build(
         cfg: &Config,
         access_log: AccessLog,
         metrics: Arc<Metrics>,
-    ) -> Result<Gateway, String> {
+    ) -> Result<State, SetupError> {
         let model_index: HashMap<Box<str>, usize> = cfg
             .models
             .iter()
@@ -109,13 +127,17 @@ impl Gateway {
                 let (auth, secret) = match &t.api_key_env {
                     None => (None, None),
                     Some(var) => {
-                        let key = crate::config::env_secret(var)
-                            .map_err(|e| format!("model {:?}: {e}", m.name))?;
+                        let key = crate::config::env_secret(var).map_err(|source| {
+                            SetupError::Secret {
+                                model: m.name.clone(),
+                                source,
+                            }
+                        })?;
                         let auth = upstream_auth(t.provider, &key).map_err(|_| {
-                            format!(
-                                "model {:?}: the key in {var} is not a valid header value",
-                                m.name
-                            )
+                            SetupError::UpstreamKey {
+                                model: m.name.clone(),
+                                var: var.clone(),
+                            }
                         })?;
                         (Some(auth), Some(Arc::from(key.into_bytes())))
                     }
@@ -160,7 +182,7 @@ impl Gateway {
             names.len(),
             |allowed| render_models(&names, allowed),
         )?;
-        Ok(Gateway {
+        Ok(State {
             model_index,
             models,
             keys,
@@ -182,7 +204,7 @@ impl Gateway {
         })
     }
 
-    pub fn next_request_id(&self) -> Arc<str> {
+    pub(crate) fn next_request_id(&self) -> Arc<str> {
         self.request_ids.next()
     }
 }

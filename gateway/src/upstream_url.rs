@@ -5,38 +5,50 @@ use http::Uri;
 
 /// A validated upstream base URL: scheme, authority and an optional path prefix.
 #[derive(Debug, Clone)]
-pub struct UpstreamUrl {
+pub(crate) struct UpstreamUrl {
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
     prefix: String,
 }
 
+/// Why a base URL was refused; each names the URL as [`redact_userinfo`] shows it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UrlError {
+    #[error("{0:?} is not a URL: {1}")]
+    NotAUrl(String, http::uri::InvalidUri),
+    #[error("{0:?} has no scheme")]
+    NoScheme(String),
+    #[error("{0:?}: scheme must be http or https")]
+    Scheme(String),
+    #[error("{0:?} has no host")]
+    NoHost(String),
+    #[error("{0:?}: credentials in the URL are not allowed (put the upstream key in api_key_env)")]
+    Credentials(String),
+    #[error("{0:?}: a base URL cannot have a query")]
+    Query(String),
+}
+
 impl UpstreamUrl {
-    pub fn parse(raw: &str) -> Result<UpstreamUrl, String> {
+    pub(crate) fn parse(raw: &str) -> Result<UpstreamUrl, UrlError> {
         // Errors quote the URL without any `user:pass@`, which must never reach a log.
-        let shown = redact_userinfo(raw);
-        let s = shown.as_str();
-        let uri: Uri = raw
-            .parse()
-            .map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+        let shown = || redact_userinfo(raw);
+        let uri: Uri = raw.parse().map_err(|e| UrlError::NotAUrl(shown(), e))?;
         let scheme = uri
             .scheme()
             .cloned()
-            .ok_or_else(|| format!("{s:?} has no scheme"))?;
+            .ok_or_else(|| UrlError::NoScheme(shown()))?;
         if scheme != http::uri::Scheme::HTTP && scheme != http::uri::Scheme::HTTPS {
-            return Err(format!("{s:?}: scheme must be http or https"));
+            return Err(UrlError::Scheme(shown()));
         }
         let authority = uri
             .authority()
             .cloned()
-            .ok_or_else(|| format!("{s:?} has no host"))?;
+            .ok_or_else(|| UrlError::NoHost(shown()))?;
         if authority.as_str().contains('@') {
-            return Err(format!(
-                "{s:?}: credentials in the URL are not allowed (put the upstream key in api_key_env)"
-            ));
+            return Err(UrlError::Credentials(shown()));
         }
         if uri.query().is_some() {
-            return Err(format!("{s:?}: a base URL cannot have a query"));
+            return Err(UrlError::Query(shown()));
         }
         let prefix = uri.path().trim_end_matches('/').to_owned();
         Ok(UpstreamUrl {
@@ -47,7 +59,7 @@ impl UpstreamUrl {
     }
 
     /// The full URI of `path` (e.g. `/v1/messages`) on this upstream.
-    pub fn join(&self, path: &str) -> Uri {
+    pub(crate) fn join(&self, path: &str) -> Uri {
         Uri::builder()
             .scheme(self.scheme.clone())
             .authority(self.authority.clone())
@@ -58,7 +70,7 @@ impl UpstreamUrl {
 }
 
 /// `raw` with the userinfo of its authority (`user:pass@`) replaced by `***@`.
-pub fn redact_userinfo(raw: &str) -> String {
+pub(crate) fn redact_userinfo(raw: &str) -> String {
     let start = raw.find("://").map_or(0, |i| i + 3);
     let end = raw[start..]
         .find(['/', '?', '#'])
@@ -92,8 +104,13 @@ mod tests {
         assert!(UpstreamUrl::parse("ftp://x").is_err());
         assert!(UpstreamUrl::parse("/just/a/path").is_err());
         assert!(UpstreamUrl::parse("http://x/?a=b").is_err());
-        let e = UpstreamUrl::parse("http://u:hunter2@x:1/p").unwrap_err();
-        assert!(e.contains("credentials") && !e.contains("hunter2"), "{e}");
+        let e = UpstreamUrl::parse("http://u:hunter2@x:1/p")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "\"http://***@x:1/p\": credentials in the URL are not allowed (put the upstream key in api_key_env)"
+        );
     }
 
     #[test]

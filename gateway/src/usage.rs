@@ -9,21 +9,17 @@ use crate::sse::SseEvent;
 
 /// Input and output tokens of one request, as the upstream reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input: Option<u64>,
-    pub output: Option<u64>,
+pub(crate) struct Usage {
+    pub(crate) input: Option<u64>,
+    pub(crate) output: Option<u64>,
 }
 
 impl Usage {
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         // Saturating: usage comes from the upstream and may be absurd.
         self.input
             .unwrap_or(0)
             .saturating_add(self.output.unwrap_or(0))
-    }
-
-    pub fn is_known(&self) -> bool {
-        self.input.is_some() || self.output.is_some()
     }
 
     /// Later reports win field by field: Anthropic sends input tokens in `message_start`
@@ -81,7 +77,7 @@ struct EventUsage {
 }
 
 /// Usage of a complete non-streaming response body; `None` if absent or unreadable.
-pub fn from_body(body: &[u8]) -> Option<Usage> {
+pub(crate) fn from_body(body: &[u8]) -> Option<Usage> {
     if !contains_usage(body) {
         return None;
     }
@@ -91,12 +87,12 @@ pub fn from_body(body: &[u8]) -> Option<Usage> {
 
 /// Accumulates usage over the events of one stream.
 #[derive(Debug, Default)]
-pub struct StreamUsage {
+pub(crate) struct StreamUsage {
     usage: Usage,
 }
 
 impl StreamUsage {
-    pub fn observe(&mut self, event: &SseEvent<'_>) {
+    pub(crate) fn observe(&mut self, event: &SseEvent<'_>) {
         // Most events are text deltas: skip them without parsing.
         if !contains_usage(event.data) {
             return;
@@ -116,7 +112,7 @@ impl StreamUsage {
         }
     }
 
-    pub fn usage(&self) -> Usage {
+    pub(crate) fn usage(&self) -> Usage {
         self.usage
     }
 }

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use http::{header, HeaderMap};
 
 /// Whether `headers` say the body is gzip-encoded.
-pub fn is_gzip(headers: &HeaderMap) -> bool {
+pub(crate) fn is_gzip(headers: &HeaderMap) -> bool {
     headers.get(header::CONTENT_ENCODING).is_some_and(|v| {
         let v = v.as_bytes().trim_ascii();
         v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip")
@@ -15,7 +15,7 @@ pub fn is_gzip(headers: &HeaderMap) -> bool {
 }
 
 /// A whole gzip body decoded, at most `max` bytes (a gzip bomb is cut, not inflated).
-pub fn gunzip(body: &[u8], max: usize) -> Option<Vec<u8>> {
+pub(crate) fn gunzip(body: &[u8], max: usize) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(body)
         .take(max as u64)
@@ -25,12 +25,12 @@ pub fn gunzip(body: &[u8], max: usize) -> Option<Vec<u8>> {
 }
 
 /// Incremental gzip decoding of a stream, for accounting only.
-pub struct GzSide {
+pub(crate) struct GzSide {
     decoder: Option<flate2::write::GzDecoder<Vec<u8>>>,
 }
 
 impl GzSide {
-    pub fn new() -> GzSide {
+    pub(crate) fn new() -> GzSide {
         GzSide {
             decoder: Some(flate2::write::GzDecoder::new(Vec::new())),
         }
@@ -38,7 +38,7 @@ impl GzSide {
 
     /// Feeds compressed bytes; calls `out` with what they decode to. After a decoding
     /// error the rest of the stream is not decoded (and so not counted).
-    pub fn feed(&mut self, chunk: &[u8], out: impl FnOnce(&[u8])) {
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: impl FnOnce(&[u8])) {
         let Some(d) = &mut self.decoder else { return };
         if d.write_all(chunk).is_err() {
             self.decoder = None;

@@ -2,9 +2,10 @@
 //! to the model's targets in failover order, and pass the answer back.
 
 mod encoding;
-pub mod request;
+pub(crate) mod request;
 mod stream;
 mod translated;
+mod upstream_stream;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -17,11 +18,11 @@ use hyper::body::Incoming;
 use crate::auth::AuthOutcome;
 use crate::body::{full, GatewayBody};
 use crate::buffer::{self, BufferError, BufferedBody};
-use crate::completion::Completion;
 use crate::dialect::Dialect;
 use crate::error::{ApiError, ErrorKind};
 use crate::headers;
 use crate::metrics::UpstreamErrorKind;
+use crate::settle::Settlement;
 use crate::state::Target;
 use crate::translate::{self, hub, TranslateError};
 use stream::AccountedStream;
@@ -30,12 +31,12 @@ use translated::TranslatedStream;
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const X_GATEWAY_REQUEST_ID: HeaderName = HeaderName::from_static("x-gateway-request-id");
 
-pub async fn handle(
-    mut c: Completion,
+pub(crate) async fn handle(
+    mut c: Settlement,
     dialect: Dialect,
     req: Request<Incoming>,
 ) -> Response<GatewayBody> {
-    let gw = c.gateway().clone();
+    let gw = c.state().clone();
     let (parts, body) = req.into_parts();
     if parts.method != Method::POST {
         let msg = format!("{} requires POST", dialect.path());
@@ -69,8 +70,8 @@ pub async fn handle(
     .await
     {
         Ok(b) => b,
-        Err(BodyError::ClientGone) => return client_gone(c, dialect),
-        Err(BodyError::Timeout(t)) => {
+        Err(RequestBodyError::ClientGone) => return client_gone(c, dialect),
+        Err(RequestBodyError::Timeout(t)) => {
             let msg = format!(
                 "the request body did not arrive within {} ms",
                 t.as_millis()
@@ -194,7 +195,7 @@ impl Plan<'_> {
 }
 
 async fn forward(
-    mut c: Completion,
+    mut c: Settlement,
     dialect: Dialect,
     client_headers: &HeaderMap,
     extra_headers: &[HeaderName],
@@ -202,7 +203,7 @@ async fn forward(
     head: &request::RequestHead<'_>,
     plan: Plan<'_>,
 ) -> Response<GatewayBody> {
-    let gw = c.gateway().clone();
+    let gw = c.state().clone();
     let mi = c.model.expect("forward is called with a resolved model");
     let slot = gw.metrics.model(mi);
     let targets = plan.targets;
@@ -315,12 +316,12 @@ fn upstream_request(
 /// Passes the upstream response back: status, the headers clients rely on, and the body
 /// (streamed through as it arrives, or buffered when it is a plain JSON body).
 async fn respond(
-    mut c: Completion,
+    mut c: Settlement,
     dialect: Dialect,
     resp: Response<Incoming>,
     target: &Target,
 ) -> Response<GatewayBody> {
-    let gw = c.gateway().clone();
+    let gw = c.state().clone();
     let (parts, upstream_body) = resp.into_parts();
     let mut out = Response::new(full(Bytes::new()));
     *out.status_mut() = parts.status;
@@ -375,13 +376,13 @@ async fn respond(
 /// Like [`respond`] for a translated request: the answer (body, stream or error) is
 /// re-encoded in the client's dialect; status and the headers clients rely on are kept.
 async fn respond_translated(
-    mut c: Completion,
+    mut c: Settlement,
     dialect: Dialect,
     resp: Response<Incoming>,
     target: &Target,
     include_usage: bool,
 ) -> Response<GatewayBody> {
-    let gw = c.gateway().clone();
+    let gw = c.state().clone();
     let (parts, upstream_body) = resp.into_parts();
     let mut out = Response::new(full(Bytes::new()));
     *out.status_mut() = parts.status;
@@ -481,7 +482,7 @@ fn is_sse(headers: &HeaderMap) -> bool {
 
 /// `x-gateway-request-id` is always ours; `x-request-id` is the upstream's when it sent one
 /// (what SDKs report and providers' support asks for), ours otherwise.
-pub fn set_request_ids(h: &mut HeaderMap, request_id: &str) {
+pub(crate) fn set_request_ids(h: &mut HeaderMap, request_id: &str) {
     if let Ok(v) = HeaderValue::from_str(request_id) {
         if !h.contains_key(X_REQUEST_ID) {
             h.insert(X_REQUEST_ID, v.clone());
@@ -492,7 +493,7 @@ pub fn set_request_ids(h: &mut HeaderMap, request_id: &str) {
 
 /// Why a client body could not be read.
 #[derive(Debug, thiserror::Error)]
-enum BodyError {
+enum RequestBodyError {
     #[error("request body is larger than {0} bytes")]
     TooLarge(usize),
     #[error("request body did not arrive within {0:?}")]
@@ -504,12 +505,12 @@ enum BodyError {
     Malformed,
 }
 
-impl BodyError {
+impl RequestBodyError {
     fn kind(&self) -> ErrorKind {
         match self {
-            BodyError::TooLarge(_) => ErrorKind::TooLarge,
-            BodyError::Timeout(_) => ErrorKind::RequestTimeout,
-            BodyError::ClientGone | BodyError::Malformed => ErrorKind::InvalidRequest,
+            RequestBodyError::TooLarge(_) => ErrorKind::TooLarge,
+            RequestBodyError::Timeout(_) => ErrorKind::RequestTimeout,
+            RequestBodyError::ClientGone | RequestBodyError::Malformed => ErrorKind::InvalidRequest,
         }
     }
 }
@@ -521,20 +522,22 @@ async fn read_body(
     body: Incoming,
     max: usize,
     timeout: Duration,
-) -> Result<Bytes, BodyError> {
+) -> Result<Bytes, RequestBodyError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
-        return Err(BodyError::TooLarge(max));
+        return Err(RequestBodyError::TooLarge(max));
     }
     match tokio::time::timeout(timeout, Limited::new(body, max).collect()).await {
-        Err(_) => Err(BodyError::Timeout(timeout)),
+        Err(_) => Err(RequestBodyError::Timeout(timeout)),
         Ok(Ok(c)) => Ok(c.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge(max)),
-        Ok(Err(e)) if client_left(&*e) => Err(BodyError::ClientGone),
-        Ok(Err(_)) => Err(BodyError::Malformed),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(RequestBodyError::TooLarge(max))
+        }
+        Ok(Err(e)) if client_left(&*e) => Err(RequestBodyError::ClientGone),
+        Ok(Err(_)) => Err(RequestBodyError::Malformed),
     }
 }
 
@@ -596,8 +599,8 @@ fn is_timeout(e: &hyper_util::client::legacy::Error) -> bool {
 }
 
 /// A gateway-made error in the route's dialect.
-pub fn fail(
-    mut c: Completion,
+pub(crate) fn fail(
+    mut c: Settlement,
     dialect: Dialect,
     kind: ErrorKind,
     message: impl Into<String>,
@@ -611,8 +614,8 @@ pub fn fail(
 }
 
 /// 405 with `Allow`, in the route's dialect.
-pub fn method_not_allowed(
-    c: Completion,
+pub(crate) fn method_not_allowed(
+    c: Settlement,
     dialect: Dialect,
     allow: &'static str,
     message: impl Into<String>,
@@ -625,7 +628,7 @@ pub fn method_not_allowed(
 
 /// The client left mid-body: recorded as nginx's 499. Nobody reads the answer, but should
 /// the client still be there it gets a 400 in its envelope.
-fn client_gone(mut c: Completion, dialect: Dialect) -> Response<GatewayBody> {
+fn client_gone(mut c: Settlement, dialect: Dialect) -> Response<GatewayBody> {
     c.status = 499;
     c.error = Some("client_disconnected");
     let err = ApiError::new(ErrorKind::InvalidRequest, "the request body ended early");
@@ -635,7 +638,7 @@ fn client_gone(mut c: Completion, dialect: Dialect) -> Response<GatewayBody> {
 }
 
 fn rate_limited(
-    c: Completion,
+    c: Settlement,
     dialect: Dialect,
     r: &crate::ratelimit::Rejection,
 ) -> Response<GatewayBody> {
@@ -661,7 +664,6 @@ const fn error_label(kind: ErrorKind) -> &'static str {
         ErrorKind::RateLimited => "rate_limited",
         ErrorKind::BadGateway => "bad_gateway",
         ErrorKind::GatewayTimeout => "gateway_timeout",
-        ErrorKind::Internal => "internal",
         ErrorKind::RequestTimeout => "body_read_timeout",
         ErrorKind::MethodNotAllowed => "method_not_allowed",
         ErrorKind::Overloaded => "overloaded",
@@ -672,7 +674,7 @@ const fn error_label(kind: ErrorKind) -> &'static str {
 
 /// The answer when a non-streaming upstream body could not be buffered (passthrough and
 /// translated alike): a stall or read error counts as an upstream error of the model.
-fn buffer_failed(c: Completion, dialect: Dialect, e: BufferError) -> Response<GatewayBody> {
+fn buffer_failed(c: Settlement, dialect: Dialect, e: BufferError) -> Response<GatewayBody> {
     let (kind, upstream) = match e {
         BufferError::Stalled => (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout)),
         BufferError::Read => (ErrorKind::BadGateway, Some(UpstreamErrorKind::Read)),

@@ -19,15 +19,15 @@ struct Head<'a> {
 
 /// What the gateway needs to know about a request body.
 #[derive(Debug)]
-pub struct RequestHead<'a> {
-    pub model: Cow<'a, str>,
-    pub stream: bool,
+pub(crate) struct RequestHead<'a> {
+    pub(crate) model: Cow<'a, str>,
+    pub(crate) stream: bool,
     /// Byte range of the `model` value (quotes included) in the body.
     model_span: std::ops::Range<usize>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub enum HeadError {
+pub(crate) enum HeadError {
     Json(String),
     MissingModel,
     ModelNotString,
@@ -43,7 +43,7 @@ impl std::fmt::Display for HeadError {
     }
 }
 
-pub fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
+pub(crate) fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
     // Parse from `&str`: serde_json skips ignored strings without checking their UTF-8,
     // and a body that is not UTF-8 is not JSON.
     let text = std::str::from_utf8(body)
@@ -64,7 +64,7 @@ pub fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
 impl RequestHead<'_> {
     /// The body with the model value replaced by `model_json` (an already-encoded JSON
     /// string); every other byte unchanged.
-    pub fn rewrite_model(&self, body: &Bytes, model_json: &[u8]) -> Bytes {
+    pub(crate) fn rewrite_model(&self, body: &Bytes, model_json: &[u8]) -> Bytes {
         if &body[self.model_span.clone()] == model_json {
             return body.clone();
         }

@@ -3,89 +3,50 @@
 //! the upstream body, which closes that upstream connection: the upstream request is
 //! cancelled rather than read to the end.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, SizeHint};
 use hyper::body::Incoming;
-use tokio::time::{Instant, Sleep};
 
-use crate::body::BodyError;
-use crate::completion::Completion;
-use crate::metrics::UpstreamErrorKind;
+use crate::body::{BodyError, Polled};
+use crate::settle::Settlement;
 use crate::sse::SseParser;
 use crate::usage::StreamUsage;
 
-use super::encoding::GzSide;
+use super::upstream_stream::UpstreamStream;
 
-pub struct AccountedStream {
-    upstream: Incoming,
+pub(crate) struct AccountedStream {
+    upstream: UpstreamStream,
     parser: SseParser,
     usage: StreamUsage,
-    /// Set when the upstream gzips its stream: usage is read from a decoded copy.
-    gzip: Option<Box<GzSide>>,
-    idle: Pin<Box<Sleep>>,
-    idle_timeout: Duration,
-    /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
-    completion: Option<Completion>,
 }
-
-#[derive(Debug, thiserror::Error)]
-#[error("upstream stream was idle for longer than {0:?}")]
-struct IdleTimeout(Duration);
 
 #[derive(Debug, thiserror::Error)]
 #[error("upstream stream ended in the middle of an event")]
 struct Truncated;
 
 impl AccountedStream {
-    pub fn new(
+    pub(crate) fn new(
         upstream: Incoming,
-        mut completion: Completion,
+        settlement: Settlement,
         idle_timeout: Duration,
         gzip: bool,
     ) -> Self {
-        // Until the stream ends normally, a drop means the client disconnected.
-        completion.error = Some("client_disconnected");
         AccountedStream {
-            upstream,
+            upstream: UpstreamStream::new(upstream, settlement, idle_timeout, gzip),
             parser: SseParser::new(),
             usage: StreamUsage::default(),
-            gzip: gzip.then(Box::default),
-            idle: Box::pin(tokio::time::sleep(idle_timeout)),
-            idle_timeout,
-            completion: Some(completion),
-        }
-    }
-
-    /// The upstream broke mid-stream: a 502 in metrics and the log (the client already has
-    /// a 200 head and sees a cut stream), counted as an upstream read error.
-    fn upstream_broke(&mut self) {
-        if let Some(slot) = self.completion.as_ref().and_then(|c| c.model_slot()) {
-            slot.upstream_error(UpstreamErrorKind::Read);
-        }
-        self.end(Some("upstream_read_error"), Some(502));
-    }
-
-    fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
-        if let Some(mut c) = self.completion.take() {
-            c.usage = self.usage.usage();
-            c.error = error;
-            if let Some(s) = status {
-                c.status = s;
-            }
         }
     }
 }
 
 impl Drop for AccountedStream {
     fn drop(&mut self) {
-        if let Some(c) = &mut self.completion {
-            c.usage = self.usage.usage();
-        }
+        let usage = &self.usage;
+        self.upstream.dropped(|| usage.usage());
     }
 }
 
@@ -93,56 +54,44 @@ impl Body for AccountedStream {
     type Data = Bytes;
     type Error = BodyError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = &mut *self;
-        match Pin::new(&mut this.upstream).poll_frame(cx) {
+        let usage = &mut this.usage;
+        match this.upstream.poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
-                    let usage = &mut this.usage;
                     let parser = &mut this.parser;
-                    match &mut this.gzip {
-                        None => parser.feed(data, |event| usage.observe(&event)),
-                        Some(gz) => gz.feed(data, |plain| {
-                            parser.feed(plain, |event| usage.observe(&event))
-                        }),
-                    }
+                    this.upstream.plain(data, |plain| {
+                        parser.feed(plain, |event| usage.observe(&event))
+                    });
                 }
                 if this.upstream.is_end_stream() {
                     // A length-delimited body can end with its last data frame: hyper will not
                     // poll again, so this is the end of the stream.
-                    this.end(None, None);
+                    this.upstream.end(|| usage.usage(), None, None);
                 } else {
-                    let deadline = Instant::now() + this.idle_timeout;
-                    this.idle.as_mut().reset(deadline);
+                    this.upstream.rearm();
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
-                this.upstream_broke();
+                this.upstream.broke(|| usage.usage());
                 Poll::Ready(Some(Err(e.into())))
             }
             Poll::Ready(None) => {
-                if this.gzip.is_none() && this.parser.is_mid_event() {
+                if !this.upstream.is_gzip() && this.parser.is_mid_event() {
                     // A close-delimited body whose upstream died: the end of the
                     // connection looks clean, the half event says otherwise.
-                    this.upstream_broke();
+                    this.upstream.broke(|| usage.usage());
                     return Poll::Ready(Some(Err(Box::new(Truncated))));
                 }
-                this.end(None, None);
+                this.upstream.end(|| usage.usage(), None, None);
                 Poll::Ready(None)
             }
-            Poll::Pending => {
-                if this.idle.as_mut().poll(cx).is_ready() {
-                    // The status line is long gone; 504 in metrics and the log says why the
-                    // client saw a cut stream.
-                    this.end(Some("upstream_idle_timeout"), Some(504));
-                    return Poll::Ready(Some(Err(Box::new(IdleTimeout(this.idle_timeout)))));
-                }
-                Poll::Pending
-            }
+            Poll::Pending => match this.upstream.poll_idle(cx, || usage.usage()) {
+                Some(e) => Poll::Ready(Some(Err(e))),
+                None => Poll::Pending,
+            },
         }
     }
 

@@ -10,7 +10,7 @@ use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
     up_str, up_u64,
 };
-use super::{TargetInfo, TranslateError, UpstreamShapeError};
+use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
 use crate::dialect::Provider;
 
 /// Fields accepted and ignored: they tune storage, billing or routing on OpenAI's side and
@@ -25,17 +25,10 @@ const IGNORED: [&str; 6] = [
 ];
 
 /// Decodes a chat completions request body.
-pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    let o = object(v, "body")?;
-    let mut r = Request::default();
-    for (key, val) in o {
-        if val.is_null() {
-            continue;
-        }
-        let k = key.as_str();
+pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+    walk::request(v, |k, val, r| {
         match k {
-            "model" => {}
-            "messages" => decode_messages(val, &mut r)?,
+            "messages" => decode_messages(val, r)?,
             "stream" => r.stream = boolean(val, k)?,
             "stream_options" => {
                 r.include_usage = object(val, k)?
@@ -67,8 +60,8 @@ pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, Translate
             k if IGNORED.contains(&k) => {}
             _ => return Err(unsupported(k, api, "it has no equivalent there")),
         }
-    }
-    Ok(r)
+        Ok(())
+    })
 }
 
 fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
@@ -227,10 +220,7 @@ fn user_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
 }
 
 fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
-    let mut out = Vec::new();
-    for (i, t) in array(v, "tools")?.iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let o = object(t, &at)?;
+    walk::tools(v, |at, o| {
         if o.get("type").and_then(Value::as_str) != Some("function") {
             return Err(unsupported(
                 format!("{at}.type"),
@@ -238,20 +228,16 @@ fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateErro
                 "only function tools can be translated",
             ));
         }
-        let f = object(need(o, "function", &at)?, &format!("{at}.function"))?;
-        out.push(Tool {
-            name: string(need(f, "name", &at)?, &format!("{at}.function.name"))?,
-            description: f
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+        let f = object(need(o, "function", at)?, &format!("{at}.function"))?;
+        Ok(Tool {
+            name: string(need(f, "name", at)?, &format!("{at}.function.name"))?,
+            description: walk::description(f),
             parameters: f
                 .get("parameters")
                 .cloned()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-        });
-    }
-    Ok(out)
+                .unwrap_or_else(walk::no_parameters),
+        })
+    })
 }
 
 fn decode_tool_choice(v: &Value) -> Result<ToolChoice, TranslateError> {
@@ -273,7 +259,7 @@ fn decode_tool_choice(v: &Value) -> Result<ToolChoice, TranslateError> {
 }
 
 /// Encodes a hub request for an OpenAI or OpenAI-compatible chat upstream.
-pub fn encode_request(r: &Request, t: TargetInfo<'_>) -> Value {
+pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Value {
     let mut messages = Vec::new();
     if !r.system.is_empty() {
         messages.push(json!({"role": "system", "content": r.system.join("\n\n")}));
@@ -418,7 +404,7 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
 }
 
 /// Reads a chat `finish_reason`.
-pub fn stop_from(reason: Option<&str>) -> StopReason {
+pub(crate) fn stop_from(reason: Option<&str>) -> StopReason {
     match reason {
         Some("length") => StopReason::MaxTokens,
         Some("tool_calls" | "function_call") => StopReason::ToolUse,
@@ -427,7 +413,7 @@ pub fn stop_from(reason: Option<&str>) -> StopReason {
     }
 }
 
-pub fn finish_reason(s: StopReason) -> &'static str {
+pub(crate) fn finish_reason(s: StopReason) -> &'static str {
     match s {
         StopReason::EndTurn | StopReason::StopSequence => "stop",
         StopReason::MaxTokens => "length",
@@ -437,7 +423,7 @@ pub fn finish_reason(s: StopReason) -> &'static str {
 }
 
 /// Reads a chat `usage` object.
-pub fn usage_from(u: &Value) -> Usage {
+pub(crate) fn usage_from(u: &Value) -> Usage {
     Usage {
         input: up_u64(u, "prompt_tokens"),
         cache_read: u
@@ -448,7 +434,7 @@ pub fn usage_from(u: &Value) -> Usage {
     }
 }
 
-pub fn usage_json(u: &Usage) -> Value {
+pub(crate) fn usage_json(u: &Usage) -> Value {
     json!({
         "prompt_tokens": u.input,
         "completion_tokens": u.output,
@@ -458,7 +444,7 @@ pub fn usage_json(u: &Usage) -> Value {
 }
 
 /// Decodes an upstream chat completion.
-pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
+pub(crate) fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
     let choice = v
         .get("choices")
         .and_then(|c| c.get(0))
@@ -500,7 +486,7 @@ pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
 }
 
 /// Encodes a hub answer as a chat completion.
-pub fn encode_response(r: &Response) -> Value {
+pub(crate) fn encode_response(r: &Response) -> Value {
     let text: String = r
         .output
         .iter()

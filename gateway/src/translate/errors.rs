@@ -31,7 +31,7 @@ fn read(body: &[u8]) -> (Option<String>, String) {
 }
 
 /// Anthropic's error type for a status, when the upstream's own type is OpenAI's.
-pub fn anthropic_type(status: u16) -> &'static str {
+pub(crate) fn anthropic_type(status: u16) -> &'static str {
     match status {
         400 | 422 => "invalid_request_error",
         401 => "authentication_error",
@@ -46,7 +46,7 @@ pub fn anthropic_type(status: u16) -> &'static str {
 }
 
 /// OpenAI's error type for a status, when the upstream's own type is Anthropic's.
-pub fn openai_type(status: u16) -> &'static str {
+pub(crate) fn openai_type(status: u16) -> &'static str {
     match status {
         401 => "authentication_error",
         403 => "permission_error",
@@ -58,7 +58,7 @@ pub fn openai_type(status: u16) -> &'static str {
 }
 
 /// The upstream error `body` (from an `upstream` dialect target) in `client`'s envelope.
-pub fn translate(client: Dialect, upstream: Dialect, status: u16, body: &[u8]) -> Bytes {
+pub(crate) fn translate(client: Dialect, upstream: Dialect, status: u16, body: &[u8]) -> Bytes {
     let (ty, message) = read(body);
     let v = if client.is_anthropic() {
         let ty = match ty {

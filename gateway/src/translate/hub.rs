@@ -8,41 +8,41 @@ use serde_json::{Number, Value};
 
 /// A request, dialect-neutral.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Request {
+pub(crate) struct Request {
     /// System / developer text, in order (chat `system`/`developer` messages, Responses
     /// `instructions`, Anthropic `system`).
-    pub system: Vec<String>,
-    pub messages: Vec<Message>,
-    pub tools: Vec<Tool>,
-    pub tool_choice: Option<ToolChoice>,
+    pub(crate) system: Vec<String>,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) tool_choice: Option<ToolChoice>,
     /// `Some(false)`: at most one tool call per turn.
-    pub parallel_tool_calls: Option<bool>,
-    pub max_tokens: Option<u64>,
-    pub stop: Vec<String>,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) stop: Vec<String>,
     /// Numbers are kept as sent (no float round trip).
-    pub temperature: Option<Number>,
-    pub top_p: Option<Number>,
-    pub user: Option<String>,
-    pub stream: bool,
+    pub(crate) temperature: Option<Number>,
+    pub(crate) top_p: Option<Number>,
+    pub(crate) user: Option<String>,
+    pub(crate) stream: bool,
     /// Chat clients only: `stream_options.include_usage` (whether the client wants the
     /// usage chunk). Translated chat upstreams are always asked for usage.
-    pub include_usage: bool,
+    pub(crate) include_usage: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     User,
     Assistant,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    pub role: Role,
-    pub parts: Vec<Part>,
+pub(crate) struct Message {
+    pub(crate) role: Role,
+    pub(crate) parts: Vec<Part>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Part {
+pub(crate) enum Part {
     Text(String),
     Image(Image),
     /// An assistant's tool call; `arguments` is JSON text (chat's and Responses' form).
@@ -61,14 +61,14 @@ pub enum Part {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Image {
+pub(crate) enum Image {
     Url(String),
     Base64 { media_type: String, data: String },
 }
 
 impl Image {
     /// A `data:<type>;base64,<data>` URL becomes a base64 image; any other URL stays a URL.
-    pub fn from_url(url: &str) -> Image {
+    pub(crate) fn from_url(url: &str) -> Image {
         if let Some(rest) = url.strip_prefix("data:") {
             if let Some((media_type, data)) = rest.split_once(";base64,") {
                 return Image::Base64 {
@@ -81,7 +81,7 @@ impl Image {
     }
 
     /// The image as a URL (`data:` for base64), the OpenAI dialects' form.
-    pub fn to_url(&self) -> String {
+    pub(crate) fn to_url(&self) -> String {
         match self {
             Image::Url(u) => u.clone(),
             Image::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
@@ -90,15 +90,15 @@ impl Image {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tool {
-    pub name: String,
-    pub description: Option<String>,
+pub(crate) struct Tool {
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
     /// JSON Schema of the arguments.
-    pub parameters: Value,
+    pub(crate) parameters: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolChoice {
+pub(crate) enum ToolChoice {
     Auto,
     None,
     /// Some tool must be called (chat `required`, Anthropic `any`).
@@ -108,16 +108,16 @@ pub enum ToolChoice {
 
 /// A complete (non-streaming) answer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Response {
-    pub id: String,
-    pub model: String,
-    pub output: Vec<Output>,
-    pub stop: StopReason,
-    pub usage: Usage,
+pub(crate) struct Response {
+    pub(crate) id: String,
+    pub(crate) model: String,
+    pub(crate) output: Vec<Output>,
+    pub(crate) stop: StopReason,
+    pub(crate) usage: Usage,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Output {
+pub(crate) enum Output {
     Text(String),
     ToolCall {
         id: String,
@@ -128,7 +128,7 @@ pub enum Output {
 
 /// Why generation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
+pub(crate) enum StopReason {
     /// Natural end, or a stop sequence.
     EndTurn,
     StopSequence,
@@ -141,23 +141,23 @@ pub enum StopReason {
 /// Token counts. `input` is the whole prompt, cached parts included (chat's and Responses'
 /// `prompt_tokens`/`input_tokens`); Anthropic reports the uncached rest separately.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input: u64,
-    pub cache_read: u64,
-    pub cache_creation: u64,
-    pub output: u64,
+pub(crate) struct Usage {
+    pub(crate) input: u64,
+    pub(crate) cache_read: u64,
+    pub(crate) cache_creation: u64,
+    pub(crate) output: u64,
 }
 
 impl Usage {
     /// Anthropic's `input_tokens`: the prompt tokens neither read from nor written to cache.
-    pub fn uncached_input(&self) -> u64 {
+    pub(crate) fn uncached_input(&self) -> u64 {
         self.input
             .saturating_sub(self.cache_read)
             .saturating_sub(self.cache_creation)
     }
 
     /// For accounting (`crate::usage::Usage`): the same figures a passthrough reports.
-    pub fn accounting(&self) -> crate::usage::Usage {
+    pub(crate) fn accounting(&self) -> crate::usage::Usage {
         crate::usage::Usage {
             input: Some(self.input),
             output: Some(self.output),
@@ -167,7 +167,7 @@ impl Usage {
 
 /// One step of a streamed answer, as decoded from the upstream's events.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub(crate) enum Event {
     /// The answer began.
     Start {
         id: String,

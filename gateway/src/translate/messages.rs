@@ -10,20 +10,13 @@ use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
     up_str, up_u64,
 };
-use super::{TargetInfo, TranslateError, UpstreamShapeError};
+use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
 
 /// Decodes an Anthropic messages request body.
-pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    let o = object(v, "body")?;
-    let mut r = Request::default();
-    for (key, val) in o {
-        if val.is_null() {
-            continue;
-        }
-        let k = key.as_str();
+pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+    walk::request(v, |k, val, r| {
         match k {
-            "model" => {}
-            "messages" => decode_messages(val, &mut r)?,
+            "messages" => decode_messages(val, r)?,
             "system" => r.system = block_texts(val, "system")?,
             "max_tokens" => r.max_tokens = Some(count(val, k)?),
             "stop_sequences" => r.stop = strings(val, k)?,
@@ -31,7 +24,7 @@ pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, Translate
             "top_p" => r.top_p = Some(number(val, k)?),
             "stream" => r.stream = boolean(val, k)?,
             "tools" => r.tools = decode_tools(val, api)?,
-            "tool_choice" => decode_tool_choice(val, &mut r)?,
+            "tool_choice" => decode_tool_choice(val, r)?,
             "metadata" => {
                 let m = object(val, k)?;
                 if let Some(u) = m.get("user_id").filter(|u| !u.is_null()) {
@@ -45,8 +38,8 @@ pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, Translate
                 if is_inert(val) => {}
             _ => return Err(unsupported(k, api, "it has no equivalent there")),
         }
-    }
-    Ok(r)
+        Ok(())
+    })
 }
 
 /// `system` and tool-result style content: a string or text blocks.
@@ -167,10 +160,7 @@ fn decode_image(src: &Value, at: &str) -> Result<Image, TranslateError> {
 }
 
 fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
-    let mut out = Vec::new();
-    for (i, t) in array(v, "tools")?.iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let o = object(t, &at)?;
+    walk::tools(v, |at, o| {
         match o.get("type").and_then(Value::as_str) {
             None | Some("custom") => {}
             Some(_) => {
@@ -181,16 +171,12 @@ fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateErro
                 ))
             }
         }
-        out.push(Tool {
-            name: string(need(o, "name", &at)?, &format!("{at}.name"))?,
-            description: o
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            parameters: need(o, "input_schema", &at)?.clone(),
-        });
-    }
-    Ok(out)
+        Ok(Tool {
+            name: string(need(o, "name", at)?, &format!("{at}.name"))?,
+            description: walk::description(o),
+            parameters: need(o, "input_schema", at)?.clone(),
+        })
+    })
 }
 
 fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
@@ -218,7 +204,7 @@ fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> 
 /// Encodes a hub request for an Anthropic upstream: consecutive same-role messages merge
 /// into one turn (Anthropic needs alternating turns); `max_tokens` falls back to the
 /// configured default.
-pub fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, TranslateError> {
+pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, TranslateError> {
     let mut messages: Vec<Value> = Vec::new();
     let mut last_role = None;
     for (i, m) in r.messages.iter().enumerate() {
@@ -359,7 +345,7 @@ fn image_source(i: &Image) -> Value {
     }
 }
 
-pub fn stop_from(reason: Option<&str>) -> StopReason {
+pub(crate) fn stop_from(reason: Option<&str>) -> StopReason {
     match reason {
         Some("max_tokens" | "model_context_window_exceeded") => StopReason::MaxTokens,
         Some("tool_use") => StopReason::ToolUse,
@@ -369,7 +355,7 @@ pub fn stop_from(reason: Option<&str>) -> StopReason {
     }
 }
 
-pub fn stop_reason(s: StopReason) -> &'static str {
+pub(crate) fn stop_reason(s: StopReason) -> &'static str {
     match s {
         StopReason::EndTurn => "end_turn",
         StopReason::StopSequence => "stop_sequence",
@@ -380,7 +366,7 @@ pub fn stop_reason(s: StopReason) -> &'static str {
 }
 
 /// Reads an Anthropic `usage` object: its `input_tokens` excludes cache reads and writes.
-pub fn usage_from(u: &Value) -> Usage {
+pub(crate) fn usage_from(u: &Value) -> Usage {
     let cache_read = up_u64(u, "cache_read_input_tokens");
     let cache_creation = up_u64(u, "cache_creation_input_tokens");
     Usage {
@@ -393,7 +379,7 @@ pub fn usage_from(u: &Value) -> Usage {
     }
 }
 
-pub fn usage_json(u: &Usage) -> Value {
+pub(crate) fn usage_json(u: &Usage) -> Value {
     json!({
         "input_tokens": u.uncached_input(),
         "output_tokens": u.output,
@@ -403,7 +389,7 @@ pub fn usage_json(u: &Usage) -> Value {
 }
 
 /// Decodes an upstream Anthropic message.
-pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
+pub(crate) fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
     let mut output = Vec::new();
     let content = v
         .get("content")
@@ -432,7 +418,7 @@ pub fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
 }
 
 /// Encodes a hub answer as an Anthropic message.
-pub fn encode_response(r: &Response) -> Value {
+pub(crate) fn encode_response(r: &Response) -> Value {
     let content: Vec<Value> = r
         .output
         .iter()

@@ -12,13 +12,14 @@
 //! What cannot be translated without changing the answer is refused with a 400 naming the
 //! field ([`TranslateError`]); TRANSLATION.md lists the policy field by field.
 
-pub mod chat;
-pub mod errors;
-pub mod hub;
+pub(crate) mod chat;
+pub(crate) mod errors;
+pub(crate) mod hub;
 mod json;
-pub mod messages;
-pub mod responses;
-pub mod stream;
+pub(crate) mod messages;
+pub(crate) mod responses;
+pub(crate) mod stream;
+mod walk;
 
 use bytes::Bytes;
 
@@ -27,7 +28,7 @@ use crate::dialect::Provider;
 
 /// A client request that cannot be translated: answered with a 400 in the client's dialect.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TranslateError {
+pub(crate) enum TranslateError {
     /// A field with no equivalent in the target's API: dropping it would change the answer.
     #[error("`{field}` is not supported by this model's upstream ({upstream} API): {why}")]
     Unsupported {
@@ -43,20 +44,20 @@ pub enum TranslateError {
 /// An upstream answer that does not have the shape its dialect promises: a 502.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the upstream answer could not be translated: {0}")]
-pub struct UpstreamShapeError(pub String);
+pub(crate) struct UpstreamShapeError(pub String);
 
 /// What a target needs to know to encode a request for its upstream.
 #[derive(Debug, Clone, Copy)]
-pub struct TargetInfo<'a> {
-    pub provider: Provider,
+pub(crate) struct TargetInfo<'a> {
+    pub(crate) provider: Provider,
     /// The upstream model name.
-    pub model: &'a str,
+    pub(crate) model: &'a str,
     /// `max_tokens` to send to Anthropic when the client sent none.
-    pub default_max_tokens: u64,
+    pub(crate) default_max_tokens: u64,
 }
 
 /// The label naming a translation in the access log, e.g. `messages->chat`.
-pub const fn label(client: Dialect, upstream: Dialect) -> &'static str {
+pub(crate) const fn label(client: Dialect, upstream: Dialect) -> &'static str {
     match (client, upstream) {
         (Dialect::Messages, Dialect::Chat) => "messages->chat",
         (Dialect::Chat, Dialect::Messages) => "chat->messages",
@@ -70,7 +71,7 @@ pub const fn label(client: Dialect, upstream: Dialect) -> &'static str {
 
 /// Decodes a client body of `client` dialect into the hub. `upstream` only names the
 /// target's API in refusals.
-pub fn decode_request(
+pub(crate) fn decode_request(
     client: Dialect,
     upstream: Dialect,
     body: &[u8],
@@ -89,7 +90,7 @@ pub fn decode_request(
 }
 
 /// Encodes a hub request in the `upstream` dialect for `target`.
-pub fn encode_request(
+pub(crate) fn encode_request(
     upstream: Dialect,
     req: &hub::Request,
     target: TargetInfo<'_>,
@@ -105,7 +106,7 @@ pub fn encode_request(
 }
 
 /// Translates a complete successful upstream body (in `upstream` dialect) for the client.
-pub fn translate_response(
+pub(crate) fn translate_response(
     client: Dialect,
     upstream: Dialect,
     body: &[u8],

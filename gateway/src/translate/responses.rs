@@ -9,7 +9,7 @@ use super::hub::{
 use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, unsupported,
 };
-use super::TranslateError;
+use super::{walk, TranslateError};
 
 /// Accepted and ignored: storage and billing hints that cannot change the answer (nothing
 /// is stored by a translated request, so `previous_response_id` is refused instead).
@@ -24,17 +24,10 @@ const IGNORED: [&str; 7] = [
 ];
 
 /// Decodes a Responses request body.
-pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    let o = object(v, "body")?;
-    let mut r = Request::default();
-    for (key, val) in o {
-        if val.is_null() {
-            continue;
-        }
-        let k = key.as_str();
+pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+    walk::request(v, |k, val, r| {
         match k {
-            "model" => {}
-            "input" => decode_input(val, &mut r)?,
+            "input" => decode_input(val, r)?,
             "instructions" => r.system.insert(0, string(val, k)?),
             "stream" => r.stream = boolean(val, k)?,
             "max_output_tokens" => r.max_tokens = Some(count(val, k)?),
@@ -50,8 +43,8 @@ pub fn decode_request(v: &Value, api: &'static str) -> Result<Request, Translate
             k if IGNORED.contains(&k) => {}
             _ => return Err(unsupported(k, api, "it has no equivalent there")),
         }
-    }
-    Ok(r)
+        Ok(())
+    })
 }
 
 /// `text` asking for plain text output (the default); a JSON schema cannot be translated.
@@ -184,10 +177,7 @@ fn content_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
 }
 
 fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
-    let mut out = Vec::new();
-    for (i, t) in array(v, "tools")?.iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let o = object(t, &at)?;
+    walk::tools(v, |at, o| {
         if o.get("type").and_then(Value::as_str) != Some("function") {
             return Err(unsupported(
                 format!("{at}.type"),
@@ -195,20 +185,16 @@ fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateErro
                 "built-in tools (web_search, file_search, ...) run only on OpenAI",
             ));
         }
-        out.push(Tool {
-            name: string(need(o, "name", &at)?, &format!("{at}.name"))?,
-            description: o
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+        Ok(Tool {
+            name: string(need(o, "name", at)?, &format!("{at}.name"))?,
+            description: walk::description(o),
             parameters: o
                 .get("parameters")
                 .filter(|p| !p.is_null())
                 .cloned()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-        });
-    }
-    Ok(out)
+                .unwrap_or_else(walk::no_parameters),
+        })
+    })
 }
 
 fn decode_tool_choice(v: &Value, api: &'static str) -> Result<ToolChoice, TranslateError> {
@@ -232,7 +218,7 @@ fn decode_tool_choice(v: &Value, api: &'static str) -> Result<ToolChoice, Transl
     }
 }
 
-pub fn usage_json(u: &Usage) -> Value {
+pub(crate) fn usage_json(u: &Usage) -> Value {
     json!({
         "input_tokens": u.input,
         "input_tokens_details": {"cached_tokens": u.cache_read},
@@ -243,7 +229,7 @@ pub fn usage_json(u: &Usage) -> Value {
 }
 
 /// `status` and `incomplete_details` for a stop reason.
-pub fn status(stop: StopReason) -> (&'static str, Value) {
+pub(crate) fn status(stop: StopReason) -> (&'static str, Value) {
     match stop {
         StopReason::MaxTokens => ("incomplete", json!({"reason": "max_output_tokens"})),
         StopReason::ContentFilter => ("incomplete", json!({"reason": "content_filter"})),
@@ -252,26 +238,26 @@ pub fn status(stop: StopReason) -> (&'static str, Value) {
 }
 
 /// The ids of output items, derived from the upstream's ids.
-pub fn response_id(upstream_id: &str) -> String {
+pub(crate) fn response_id(upstream_id: &str) -> String {
     format!("resp_{upstream_id}")
 }
 
-pub fn message_item_id(upstream_id: &str, index: usize) -> String {
+pub(crate) fn message_item_id(upstream_id: &str, index: usize) -> String {
     format!("msg_{upstream_id}_{index}")
 }
 
-pub fn call_item_id(call_id: &str) -> String {
+pub(crate) fn call_item_id(call_id: &str) -> String {
     format!("fc_{call_id}")
 }
 
-pub fn text_item(id: &str, status: &str, text: &str) -> Value {
+pub(crate) fn text_item(id: &str, status: &str, text: &str) -> Value {
     json!({
         "type": "message", "id": id, "status": status, "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
     })
 }
 
-pub fn call_item(call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+pub(crate) fn call_item(call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
     json!({
         "type": "function_call", "id": call_item_id(call_id), "call_id": call_id,
         "name": name, "arguments": arguments, "status": status,
@@ -279,7 +265,7 @@ pub fn call_item(call_id: &str, name: &str, arguments: &str, status: &str) -> Va
 }
 
 /// A whole response object; `stop`/`usage` absent while it is in progress.
-pub fn response_object(
+pub(crate) fn response_object(
     id: &str,
     model: &str,
     created: u64,
@@ -305,7 +291,7 @@ pub fn response_object(
 }
 
 /// Encodes a hub answer as a Responses object.
-pub fn encode_response(r: &Response) -> Value {
+pub(crate) fn encode_response(r: &Response) -> Value {
     let output = r
         .output
         .iter()

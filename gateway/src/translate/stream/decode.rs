@@ -7,13 +7,13 @@ use crate::sse::SseEvent;
 use crate::translate::hub::{Event, Usage};
 use crate::translate::{chat, messages};
 
-pub enum Decoder {
+pub(crate) enum Decoder {
     Chat(ChatDecoder),
     Messages(MessagesDecoder),
 }
 
 impl Decoder {
-    pub fn new(upstream: Dialect) -> Decoder {
+    pub(crate) fn new(upstream: Dialect) -> Decoder {
         match upstream {
             Dialect::Messages => Decoder::Messages(MessagesDecoder::default()),
             // No provider streams Responses to a translated client.
@@ -21,7 +21,7 @@ impl Decoder {
         }
     }
 
-    pub fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
+    pub(crate) fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
         match self {
             Decoder::Chat(d) => d.decode(ev, out),
             Decoder::Messages(d) => d.decode(ev, out),
@@ -29,7 +29,7 @@ impl Decoder {
     }
 
     /// Whether the answer is complete although its terminator never came.
-    pub fn complete_without_terminator(&self) -> bool {
+    pub(crate) fn complete_without_terminator(&self) -> bool {
         match self {
             // Some compatible servers end after the finish (and usage) chunk without [DONE].
             Decoder::Chat(d) => d.stopped,
@@ -55,7 +55,7 @@ fn error_event(v: &Value) -> Event {
 }
 
 #[derive(Default)]
-pub struct ChatDecoder {
+pub(crate) struct ChatDecoder {
     started: bool,
     stopped: bool,
     /// Chat `tool_calls[].index` values already started, in order.
@@ -144,7 +144,7 @@ impl ChatDecoder {
 }
 
 #[derive(Default)]
-pub struct MessagesDecoder {
+pub(crate) struct MessagesDecoder {
     /// Usage so far: `message_start` has the input, `message_delta` the final output.
     usage: Usage,
 }

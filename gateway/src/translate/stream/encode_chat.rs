@@ -8,7 +8,7 @@ use super::data_frame;
 use crate::translate::chat::{finish_reason, usage_json};
 use crate::translate::hub::{Event, StopReason, Usage};
 
-pub struct ChatEncoder {
+pub(crate) struct ChatEncoder {
     include_usage: bool,
     id: String,
     model: String,
@@ -21,7 +21,7 @@ pub struct ChatEncoder {
 }
 
 impl ChatEncoder {
-    pub fn new(include_usage: bool) -> ChatEncoder {
+    pub(crate) fn new(include_usage: bool) -> ChatEncoder {
         ChatEncoder {
             include_usage,
             id: String::new(),
@@ -53,7 +53,7 @@ impl ChatEncoder {
         }
     }
 
-    pub fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
         match e {
             Event::Start { id, model } => {
                 self.id = id.clone();

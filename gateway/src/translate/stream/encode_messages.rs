@@ -15,7 +15,7 @@ enum Block {
 }
 
 #[derive(Default)]
-pub struct MessagesEncoder {
+pub(crate) struct MessagesEncoder {
     started: bool,
     open: Option<Block>,
     /// Index of the open block, or of the next one.
@@ -68,7 +68,7 @@ impl MessagesEncoder {
         }
     }
 
-    pub fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
         match e {
             Event::Start { id, model } => self.start(out, id, model),
             Event::Text(t) => {

@@ -25,7 +25,7 @@ enum Open {
 }
 
 #[derive(Default)]
-pub struct ResponsesEncoder {
+pub(crate) struct ResponsesEncoder {
     seq: u64,
     started: bool,
     upstream_id: String,
@@ -110,7 +110,7 @@ impl ResponsesEncoder {
         }
     }
 
-    pub fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
         match e {
             Event::Start { id, model } => self.start(out, id, model),
             Event::Text(t) => {

@@ -20,7 +20,7 @@ use encode_responses::ResponsesEncoder;
 /// The upstream stream ended before its answer was complete.
 #[derive(Debug, thiserror::Error)]
 #[error("upstream stream ended before the answer was complete")]
-pub struct Truncated;
+pub(crate) struct Truncated;
 
 enum Encoder {
     Chat(ChatEncoder),
@@ -39,7 +39,7 @@ impl Encoder {
 }
 
 /// One stream's translator: upstream bytes in, client bytes out.
-pub struct Translator {
+pub(crate) struct Translator {
     parser: SseParser,
     decoder: Decoder,
     encoder: Encoder,
@@ -51,7 +51,7 @@ pub struct Translator {
 
 impl Translator {
     /// `include_usage`: a chat client's `stream_options.include_usage`.
-    pub fn new(client: Dialect, upstream: Dialect, include_usage: bool) -> Translator {
+    pub(crate) fn new(client: Dialect, upstream: Dialect, include_usage: bool) -> Translator {
         Translator {
             parser: SseParser::new(),
             decoder: Decoder::new(upstream),
@@ -67,7 +67,7 @@ impl Translator {
     }
 
     /// Feeds upstream bytes; appends the client bytes they complete to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let (parser, decoder, pending) = (&mut self.parser, &mut self.decoder, &mut self.pending);
         parser.feed(chunk, |ev| decoder.decode(&ev, pending));
         self.flush(out);
@@ -89,7 +89,7 @@ impl Translator {
     /// The upstream body ended. A stream whose answer was complete but whose terminator
     /// was missing (a chat stream without `[DONE]`) is finished normally; one cut earlier
     /// is [`Truncated`].
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Truncated> {
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Truncated> {
         if self.done {
             return Ok(());
         }
@@ -102,12 +102,12 @@ impl Translator {
     }
 
     /// Whether the answer ended (normally or with an in-stream error).
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.done
     }
 
     /// The usage reported so far, in hub terms.
-    pub fn usage(&self) -> Option<Usage> {
+    pub(crate) fn usage(&self) -> Option<Usage> {
         self.usage
     }
 }

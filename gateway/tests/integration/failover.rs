@@ -1,9 +1,7 @@
 //! Failover: connect failures and 5xx before the first byte move to the next target; other
 //! answers (and the last target's) pass through.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 
 const ROUTES: [&str; 3] = [CHAT, MESSAGES, RESPONSES];
@@ -30,7 +28,7 @@ fn config(targets: &[&str]) -> String {
 async fn closed_port_fails_over_to_the_second_target() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
     let closed = ClosedPort::new();
-    let gw = Gateway::start(&config(&[closed.url(), &mock.base_url()])).await;
+    let gw = TestGateway::start(&config(&[closed.url(), &mock.base_url()])).await;
     for path in ROUTES {
         for stream in [false, true] {
             let b = body(path, model_for(path), stream);
@@ -63,7 +61,7 @@ async fn closed_port_fails_over_to_the_second_target() {
 async fn failover_answer_is_the_second_targets_bytes() {
     let good = MockUpstream::start(MockConfig::default()).await.unwrap();
     let closed = ClosedPort::new();
-    let gw = Gateway::start(&config(&[closed.url(), &good.base_url()])).await;
+    let gw = TestGateway::start(&config(&[closed.url(), &good.base_url()])).await;
     for path in ROUTES {
         let model = model_for(path);
         let r = gw.send(post(path, body(path, model, true))).await;
@@ -86,7 +84,7 @@ async fn upstream_503_fails_over_to_the_second_target() {
     })
     .await
     .unwrap();
-    let gw = Gateway::start(&config(&[&failing.base_url(), &good.base_url()])).await;
+    let gw = TestGateway::start(&config(&[&failing.base_url(), &good.base_url()])).await;
     for path in ROUTES {
         for stream in [false, true] {
             let model = model_for(path);
@@ -129,7 +127,7 @@ async fn last_targets_5xx_passes_through_in_its_envelope() {
     .await
     .unwrap();
     let closed = ClosedPort::new();
-    let gw = Gateway::start(&config(&[closed.url(), &failing.base_url()])).await;
+    let gw = TestGateway::start(&config(&[closed.url(), &failing.base_url()])).await;
     for path in ROUTES {
         let r = gw
             .send(post(path, body(path, model_for(path), false)))
@@ -150,7 +148,7 @@ async fn client_errors_do_not_fail_over() {
         .await
         .unwrap();
         let second = MockUpstream::start(MockConfig::default()).await.unwrap();
-        let gw = Gateway::start(&config(&[&first.base_url(), &second.base_url()])).await;
+        let gw = TestGateway::start(&config(&[&first.base_url(), &second.base_url()])).await;
         for path in ROUTES {
             let r = gw
                 .send(post(path, body(path, model_for(path), false)))

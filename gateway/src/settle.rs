@@ -9,36 +9,36 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::access_log::AccessRecord;
 use crate::conn::ConnState;
 use crate::metrics::{ModelSlot, Route};
-use crate::state::Gateway;
+use crate::state::State;
 use crate::usage::Usage;
 
-pub struct Completion {
-    gw: Arc<Gateway>,
+pub(crate) struct Settlement {
+    gw: Arc<State>,
     start: Instant,
     ts_ms: u64,
-    pub route: Route,
-    pub request_id: Arc<str>,
-    pub model: Option<usize>,
-    pub key: Option<usize>,
-    pub stream: bool,
-    pub status: u16,
-    pub usage: Usage,
-    pub upstream_start: Option<Instant>,
-    pub upstream_ttfb: Option<Duration>,
-    pub error: Option<&'static str>,
+    pub(crate) route: Route,
+    pub(crate) request_id: Arc<str>,
+    pub(crate) model: Option<usize>,
+    pub(crate) key: Option<usize>,
+    pub(crate) stream: bool,
+    pub(crate) status: u16,
+    pub(crate) usage: Usage,
+    pub(crate) upstream_start: Option<Instant>,
+    pub(crate) upstream_ttfb: Option<Duration>,
+    pub(crate) error: Option<&'static str>,
     /// Set when the answering target got the request translated, e.g. `messages->chat`.
-    pub translated: Option<&'static str>,
+    pub(crate) translated: Option<&'static str>,
     /// The client connection, to tell why a request ended early.
-    pub conn: Option<Arc<ConnState>>,
+    pub(crate) conn: Option<Arc<ConnState>>,
 }
 
-impl Completion {
-    pub fn begin(gw: Arc<Gateway>, route: Route, request_id: Arc<str>) -> Completion {
+impl Settlement {
+    pub(crate) fn begin(gw: Arc<State>, route: Route, request_id: Arc<str>) -> Settlement {
         gw.metrics.in_flight.fetch_add(1, Relaxed);
         let ts_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        Completion {
+        Settlement {
             gw,
             start: Instant::now(),
             ts_ms,
@@ -57,12 +57,12 @@ impl Completion {
         }
     }
 
-    pub fn gateway(&self) -> &Arc<Gateway> {
+    pub(crate) fn state(&self) -> &Arc<State> {
         &self.gw
     }
 
     /// The model's metrics slot, once the model is known.
-    pub fn model_slot(&self) -> Option<&ModelSlot> {
+    pub(crate) fn model_slot(&self) -> Option<&ModelSlot> {
         self.model.map(|mi| self.gw.metrics.model(mi))
     }
 
@@ -81,7 +81,7 @@ impl Completion {
     }
 }
 
-impl Drop for Completion {
+impl Drop for Settlement {
     fn drop(&mut self) {
         if self.status == 0 {
             // Dropped before a response existed: the client went away while we waited on

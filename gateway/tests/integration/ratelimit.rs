@@ -1,11 +1,9 @@
 //! Rate limits: 429 with Retry-After and x-ratelimit-* headers in the route's envelope, per
 //! key and per model, counted in metrics, and recovery once the bucket refills.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,7 +23,7 @@ key = "gw-free"
 {}"#,
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     for _ in 0..2 {
         let r = gw
             .send(post(CHAT, body(CHAT, "gpt", false)).bearer("gw-slow"))
@@ -100,7 +98,7 @@ async fn model_tokens_per_minute_refuses_then_recovers() {
         ),
         model("gpt", &[("openai", &base)]),
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw
         .send(post(MESSAGES, body(MESSAGES, "claude", true)))
         .await;
@@ -158,7 +156,7 @@ async fn model_requests_per_minute_in_openai_envelope_on_responses() {
         "rate_limit = { requests_per_minute = 1 }",
         &[("openai", &mock.base_url())],
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw.send(post(RESPONSES, body(RESPONSES, "gpt", true))).await;
     assert_eq!(r.status, StatusCode::OK);
     for path in [RESPONSES, CHAT] {
@@ -191,7 +189,7 @@ rate_limit = {{ requests_per_minute = 2 }}
         ),
         model("claude", &[("anthropic", &base)]),
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let ok = |r: &Reply| assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     ok(&gw
         .send(post(CHAT, body(CHAT, "gpt", false)).bearer("gw-k"))
@@ -251,7 +249,7 @@ key = "gw-other"
 {}"#,
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw
         .send(post(CHAT, body(CHAT, "gpt", true)).bearer("gw-metered"))
         .await;

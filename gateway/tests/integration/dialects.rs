@@ -2,21 +2,19 @@
 //! upstream gets exactly the client's body with the model rewritten, headers pass the right
 //! way, and usage lands in the token metrics.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 
 const ROUTES: [&str; 3] = [CHAT, MESSAGES, RESPONSES];
 
-async fn setup(mock: MockConfig) -> (MockUpstream, Gateway) {
+async fn setup(mock: MockConfig) -> (MockUpstream, TestGateway) {
     let mock = MockUpstream::start(MockConfig {
         record: true,
         ..mock
     })
     .await
     .unwrap();
-    let gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let gw = TestGateway::start(&two_models(&mock.base_url())).await;
     (mock, gw)
 }
 

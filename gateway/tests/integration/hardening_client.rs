@@ -2,16 +2,14 @@
 //! reading, connection floods at the fd limit, wrong methods and heads hyper rejects itself.
 //! Every client here is raw TCP on loopback and every wait is bounded.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::*;
 use http::{Method, StatusCode};
 use tokio::io::AsyncWriteExt;
 
-async fn gateway_on(mock: &MockUpstream, server: &str) -> Gateway {
-    Gateway::start(&format!(
+async fn gateway_on(mock: &MockUpstream, server: &str) -> TestGateway {
+    TestGateway::start(&format!(
         "[server]\n{server}\n{}",
         two_models(&mock.base_url())
     ))
@@ -102,7 +100,8 @@ async fn client_leaving_mid_upload_is_logged_as_a_disconnect() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
     let gw = gateway_on(&mock, "").await;
     let s = partial_upload(gw.addr, MESSAGES, 1000, b"{\"model\":").await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Leave only once the gateway has the request: before that there is nothing to log.
+    gw.wait_metric("gateway_in_flight_requests", 1.0).await;
     drop(s);
     let line = gw
         .wait_log("for the abandoned upload", |l| l["route"] == MESSAGES)
@@ -124,7 +123,8 @@ async fn stalled_uploads_do_not_hold_shutdown() {
     for _ in 0..20 {
         uploads.push(partial_upload(gw.addr, CHAT, 1 << 20, &[b' '; 4096]).await);
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Every upload is inside the gateway (its head read, its body awaited).
+    gw.wait_metric("gateway_in_flight_requests", 20.0).await;
     let start = Instant::now();
     gw.sigterm();
     let status = gw.wait_exit(Duration::from_secs(5)).await;
@@ -177,7 +177,7 @@ async fn client_that_stops_reading_is_cut_and_the_upstream_released() {
         "[server]\nclient_write_timeout_ms = 500\n{}",
         model("gpt", &[("openai", &up.base_url())])
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let sock = tokio::net::TcpSocket::new_v4().unwrap();
     sock.set_recv_buffer_size(4096).unwrap();
     let mut s = sock.connect(gw.addr).await.unwrap();
@@ -271,7 +271,7 @@ async fn connection_flood_at_the_fd_limit() {
         "[server]\nheader_read_timeout_ms = 30000\n{}",
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start_opts(
+    let gw = TestGateway::start_opts(
         &config,
         StartOpts {
             nofile: Some(128),

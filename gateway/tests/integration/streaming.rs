@@ -1,11 +1,9 @@
 //! Streams: 1-byte fragments, client disconnects, concurrent streams, and upstream
 //! answers shaped in ways the mock does not produce.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 
 const ROUTES: [&str; 3] = [CHAT, MESSAGES, RESPONSES];
@@ -19,7 +17,7 @@ async fn one_byte_fragments_arrive_intact_and_usage_is_counted() {
     };
     let (input, output) = expected_usage(&cfg);
     let mock = MockUpstream::start(cfg).await.unwrap();
-    let gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let gw = TestGateway::start(&two_models(&mock.base_url())).await;
     for path in ROUTES {
         let model = model_for(path);
         let r = gw.send(post(path, body(path, model, true))).await;
@@ -53,7 +51,7 @@ async fn client_disconnect_mid_stream_cancels_the_upstream_request() {
     .await
     .unwrap();
     let relay = Relay::start(mock.addr()).await;
-    let gw = Gateway::start(&two_models(&relay.base_url())).await;
+    let gw = TestGateway::start(&two_models(&relay.base_url())).await;
     for (i, path) in ROUTES.into_iter().enumerate() {
         let mut s = raw_request(gw.addr, path, &body(path, model_for(path), true)).await;
         let head = read_until(&mut s, b"\n\n").await;
@@ -87,7 +85,7 @@ async fn client_disconnect_mid_stream_cancels_the_upstream_request() {
 
 /// Sends a chat request through a relay to a mock that answers after 1.5 s, and hangs up
 /// once the request is upstream. Returns once the gateway has dropped the upstream request.
-async fn leave_before_the_response_head() -> (MockUpstream, Relay, Gateway) {
+async fn leave_before_the_response_head() -> (MockUpstream, Relay, TestGateway) {
     let mock = MockUpstream::start(MockConfig {
         first_byte_delay: Duration::from_millis(1500),
         ..MockConfig::default()
@@ -95,7 +93,7 @@ async fn leave_before_the_response_head() -> (MockUpstream, Relay, Gateway) {
     .await
     .unwrap();
     let relay = Relay::start(mock.addr()).await;
-    let gw = Gateway::start(&two_models(&relay.base_url())).await;
+    let gw = TestGateway::start(&two_models(&relay.base_url())).await;
     let s = raw_request(gw.addr, CHAT, &body(CHAT, "gpt", false)).await;
     let deadline = std::time::Instant::now() + PATIENCE;
     while relay.opened() == 0 {
@@ -140,7 +138,7 @@ async fn concurrent_streams_are_all_intact() {
     };
     let (input, output) = expected_usage(&cfg);
     let mock = MockUpstream::start(cfg).await.unwrap();
-    let gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let gw = TestGateway::start(&two_models(&mock.base_url())).await;
     let mut tasks = Vec::new();
     for i in 0..24 {
         let path = ROUTES[i % 3];
@@ -177,7 +175,7 @@ async fn concurrent_streams_are_all_intact() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_stream_without_usage_passes_through_uncounted() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
-    let gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let gw = TestGateway::start(&two_models(&mock.base_url())).await;
     let b = r#"{"model":"gpt","messages":[{"role":"user","content":"hi"}],"stream":true}"#;
     let r = gw.send(post(CHAT, b)).await;
     assert_eq!(r.status, StatusCode::OK);
@@ -206,7 +204,7 @@ fn sse_with_content_length() -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sse_with_content_length_completes_cleanly() {
     let up = RawUpstream::start(vec![(Duration::ZERO, sse_with_content_length())], false).await;
-    let gw = Gateway::start(&model("gpt", &[("openai", &up.base_url())])).await;
+    let gw = TestGateway::start(&model("gpt", &[("openai", &up.base_url())])).await;
     let r = gw.send(post(CHAT, body(CHAT, "gpt", true))).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body_error.is_none());
@@ -229,7 +227,7 @@ async fn stalled_non_streaming_body_gets_504() {
         model("gpt", &[("openai", &up.base_url())]),
         model("claude", &[("anthropic", &up.base_url())])
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
     assert_openai_error(&r, 504);
     let r = gw
@@ -261,7 +259,7 @@ async fn broken_upstream_answers_get_502() {
             model("gpt", &[("openai", &up.base_url())]),
             model("claude", &[("anthropic", &up.base_url())])
         );
-        let gw = Gateway::start(&config).await;
+        let gw = TestGateway::start(&config).await;
         let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
         assert_openai_error(&r, 502);
         let r = gw
@@ -303,7 +301,7 @@ async fn crlf_events_comments_and_odd_splits_are_counted() {
         (ms, b"0\r\n\r\n".to_vec()),
     ];
     let up = RawUpstream::start(script, false).await;
-    let gw = Gateway::start(&model("claude", &[("anthropic", &up.base_url())])).await;
+    let gw = TestGateway::start(&model("claude", &[("anthropic", &up.base_url())])).await;
     let r = gw
         .send(post(MESSAGES, body(MESSAGES, "claude", true)))
         .await;

@@ -2,12 +2,10 @@
 //! malformed heads, big buffered bodies, odd content types, gzip and key echoes. Each
 //! upstream is a few lines of raw TCP on loopback.
 
-mod common;
-
 use std::io::Write as _;
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 use tokio::io::AsyncWriteExt;
 
@@ -46,7 +44,7 @@ async fn billing_headers_cross_in_neither_direction() {
         chat_json(3, 4).as_bytes(),
     ))
     .await;
-    let gw = Gateway::start(&gpt_on(&up, "")).await;
+    let gw = TestGateway::start(&gpt_on(&up, "")).await;
     let mut req = post(CHAT, body(CHAT, "gpt", false))
         .header("openai-organization", "org-attacker")
         .header("openai-project", "proj-attacker")
@@ -95,7 +93,7 @@ async fn forward_headers_allows_more_per_model() {
         chat_json(1, 1).as_bytes(),
     ))
     .await;
-    let gw = Gateway::start(&gpt_on(&up, "forward_headers = [\"OpenAI-Beta\"]")).await;
+    let gw = TestGateway::start(&gpt_on(&up, "forward_headers = [\"OpenAI-Beta\"]")).await;
     let r = gw
         .send(
             post(CHAT, body(CHAT, "gpt", false))
@@ -133,7 +131,7 @@ async fn absurd_usage_does_not_break_the_rate_limiter() {
         chat_json(18_000_000_000_000_000_000, 1).as_bytes(),
     ))
     .await;
-    let gw = Gateway::start(&gpt_on(
+    let gw = TestGateway::start(&gpt_on(
         &up,
         // 10 tokens per minute: 1.8e19 tokens of debt are more seconds than a Duration holds.
         "rate_limit = { tokens_per_minute = 10 }",
@@ -177,7 +175,7 @@ async fn token_arithmetic_saturates() {
         ),
         model("big", &[("openai", &half.base_url())])
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     assert_eq!(
         gw.send(post(CHAT, body(CHAT, "gpt", false))).await.status,
         StatusCode::OK
@@ -229,7 +227,7 @@ async fn dying_stream(reset: bool, chunked: bool) -> FnUpstream {
 async fn upstream_dying_mid_stream_is_an_upstream_error() {
     for (reset, chunked) in [(true, true), (false, false)] {
         let up = dying_stream(reset, chunked).await;
-        let gw = Gateway::start(&gpt_on(&up, "")).await;
+        let gw = TestGateway::start(&gpt_on(&up, "")).await;
         let r = gw.send(post(CHAT, body(CHAT, "gpt", true))).await;
         assert_eq!(r.status, StatusCode::OK);
         let line = gw
@@ -263,7 +261,7 @@ async fn failover_5xx_and_malformed_heads_are_counted_by_kind() {
         ),
         model("odd", &[("openai", &garbage.base_url())])
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     assert_eq!(
         gw.send(post(CHAT, body(CHAT, "gpt", false))).await.status,
         StatusCode::OK
@@ -336,7 +334,7 @@ async fn buffered_upstream_bytes_are_bounded() {
         "[upstream]\nmax_buffered_bytes = 1048576\nmax_response_body_bytes = 1048576\n{}",
         gpt_on(&up, "")
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let addr = gw.addr;
     let tasks: Vec<_> = (0..3)
         .map(|_| {
@@ -367,7 +365,7 @@ async fn buffered_upstream_bytes_are_bounded() {
         "[upstream]\nmax_response_body_bytes = 100000\n{}",
         gpt_on(&up, "")
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
     assert_openai_error(&r, 502);
 }
@@ -390,7 +388,7 @@ async fn sse_content_type_is_case_insensitive() {
         let _ = s.write_all(b"0\r\n\r\n").await;
     })
     .await;
-    let gw = Gateway::start(&gpt_on(&up, "")).await;
+    let gw = TestGateway::start(&gpt_on(&up, "")).await;
     let r = gw.send(post(CHAT, body(CHAT, "gpt", true))).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(
@@ -441,7 +439,7 @@ async fn gzip_from_the_upstream_keeps_the_usage() {
         model("gpt", &[("openai", &plain.base_url())]),
         model("gpts", &[("openai", &stream.base_url())])
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
     assert_eq!(r.status, StatusCode::OK);
     let mut got = Vec::new();
@@ -479,7 +477,7 @@ async fn upstream_key_echoed_in_an_error_is_redacted() {
         body_text.as_bytes(),
     ))
     .await;
-    let gw = Gateway::start(&gpt_on(&up, "")).await;
+    let gw = TestGateway::start(&gpt_on(&up, "")).await;
     let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     let text = String::from_utf8_lossy(&r.body).to_string();

@@ -1,15 +1,13 @@
 //! Gateway API keys: both headers, rejections in the route's envelope, allow-lists,
 //! `/v1/models` per key, and credentials never forwarded upstream.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 
 const ROUTES: [&str; 3] = [CHAT, MESSAGES, RESPONSES];
 
 /// team-a: every model; team-b: only `claude`; env-key: its secret is in the environment.
-async fn setup() -> (MockUpstream, Gateway) {
+async fn setup() -> (MockUpstream, TestGateway) {
     let mock = MockUpstream::start(MockConfig {
         record: true,
         ..MockConfig::default()
@@ -39,7 +37,7 @@ models = ["gpt"]
         two_models(&base),
         model("claude-2", &[("anthropic", &base)]),
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     (mock, gw)
 }
 
@@ -215,7 +213,7 @@ async fn open_gateway_lists_every_model_and_needs_no_key() {
     })
     .await
     .unwrap();
-    let gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let gw = TestGateway::start(&two_models(&mock.base_url())).await;
     let r = gw.send(get("/v1/models")).await;
     assert_eq!(r.status, StatusCode::OK);
     let v = r.json();

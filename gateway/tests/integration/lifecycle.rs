@@ -1,12 +1,10 @@
 //! Process lifecycle: SIGTERM/SIGINT drain and exit 0, the grace period, `--check-config`,
 //! `--version`, the separate metrics listener and the access-log sinks.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 use http_body_util::BodyExt;
 
@@ -20,7 +18,7 @@ async fn sigterm_lets_an_in_flight_stream_finish_then_exits_0() {
     })
     .await
     .unwrap();
-    let mut gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let mut gw = TestGateway::start(&two_models(&mock.base_url())).await;
     let addr = gw.addr;
     let resp = open(addr, post(MESSAGES, body(MESSAGES, "claude", true)))
         .await
@@ -68,7 +66,7 @@ fn body_up(path: &str, model: &str) -> String {
 async fn sigterm_and_sigint_when_idle_exit_0() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
     for sig in ["-TERM", "-INT"] {
-        let mut gw = Gateway::start(&two_models(&mock.base_url())).await;
+        let mut gw = TestGateway::start(&two_models(&mock.base_url())).await;
         // A finished keep-alive connection stays open; it must not hold up the exit.
         let stream = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
         let (mut sender, conn) =
@@ -100,7 +98,7 @@ async fn sigterm_while_waiting_for_the_upstream_still_answers() {
     })
     .await
     .unwrap();
-    let mut gw = Gateway::start(&two_models(&mock.base_url())).await;
+    let mut gw = TestGateway::start(&two_models(&mock.base_url())).await;
     let addr = gw.addr;
     let pending =
         tokio::spawn(
@@ -145,7 +143,7 @@ async fn separate_metrics_listener() {
         "[server]\nmetrics_listen = \"127.0.0.1:0\"\n{}",
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let maddr = gw
         .metrics_addr
         .expect("the summary names the metrics listener");
@@ -175,7 +173,7 @@ async fn metrics_off_and_access_log_sinks() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
     let models = two_models(&mock.base_url());
 
-    let gw = Gateway::start(&format!(
+    let gw = TestGateway::start(&format!(
         "[observability]\nmetrics = false\naccess_log = \"off\"\n{models}"
     ))
     .await;
@@ -187,7 +185,7 @@ async fn metrics_off_and_access_log_sinks() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(gw.access_log().is_empty(), "{:?}", gw.stdout_lines());
 
-    let gw = Gateway::start(&format!(
+    let gw = TestGateway::start(&format!(
         "[observability]\naccess_log = \"stderr\"\n{models}"
     ))
     .await;

@@ -1,18 +1,16 @@
 //! Every gateway-made error status, on every route, in that route's envelope: 400, 404,
 //! 413, 502, 504 (first byte) and a stream cut by the idle timeout.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use http::{Method, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ROUTES: [&str; 3] = [CHAT, MESSAGES, RESPONSES];
 
-async fn gateway_on(mock: &MockUpstream, extra: &str) -> Gateway {
-    Gateway::start(&format!("{extra}\n{}", two_models(&mock.base_url()))).await
+async fn gateway_on(mock: &MockUpstream, extra: &str) -> TestGateway {
+    TestGateway::start(&format!("{extra}\n{}", two_models(&mock.base_url()))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +160,7 @@ async fn unreachable_upstream_gets_502_after_every_target() {
         model("gpt", &[("openai", a), ("openai", b)]),
         model("claude", &[("anthropic", a), ("anthropic", b)])
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     for path in ROUTES {
         for stream in [false, true] {
             let r = gw
@@ -248,7 +246,7 @@ async fn slow_first_byte_fails_over_to_the_next_target() {
             &[("openai", &slow.base_url()), ("openai", &good.base_url())]
         )
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(good.request_count(), 1);

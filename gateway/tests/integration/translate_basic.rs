@@ -2,9 +2,7 @@
 //! that speaks another one, non-streaming and streaming, with tools, images, usage,
 //! upstream errors and the 400 for what cannot be translated.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 use serde_json::{json, Value};
 
@@ -71,7 +69,7 @@ fn header_of<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-async fn log_line(gw: &Gateway, translated: &str) -> Value {
+async fn log_line(gw: &TestGateway, translated: &str) -> Value {
     gw.wait_log(translated, |l| l["translated"] == translated)
         .await
 }
@@ -79,7 +77,7 @@ async fn log_line(gw: &Gateway, translated: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_client_on_anthropic_model() {
     let up = upstream(7).await;
-    let gw = Gateway::start(&config(&up.base_url(), "")).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
     let req = format!(
         r#"{{"model":"claude","messages":[
             {{"role":"system","content":"be brief"}},
@@ -172,7 +170,7 @@ async fn chat_client_on_anthropic_model() {
 async fn chat_client_streams_from_anthropic_model() {
     // 3-byte pieces cut the events, their terminators and the UTF-8 characters.
     let up = upstream(3).await;
-    let gw = Gateway::start(&config(&up.base_url(), "")).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
     let req = r#"{"model":"claude","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}"#;
     let r = gw.send(post(CHAT, req)).await;
     assert_eq!(r.status, StatusCode::OK);
@@ -220,7 +218,7 @@ async fn chat_client_streams_from_anthropic_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_client_on_openai_model_with_tool_round_trip() {
     let up = upstream(5).await;
-    let gw = Gateway::start(&config(&up.base_url(), "")).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
     let req = r#"{"model":"gpt","max_tokens":99,"system":"be brief","stop_sequences":["X"],"metadata":{"user_id":"u-2"},
         "tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object"}}],
         "tool_choice":{"type":"tool","name":"get_weather"},
@@ -310,7 +308,7 @@ async fn messages_client_on_openai_model_with_tool_round_trip() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_client_on_anthropic_and_compatible_models() {
     let up = upstream(4).await;
-    let gw = Gateway::start(&config(&up.base_url(), "default_max_tokens = 333")).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "default_max_tokens = 333")).await;
     for (model, upstream_path) in [
         ("claude", "/v1/messages"),
         ("local", "/v1/chat/completions"),
@@ -413,7 +411,7 @@ async fn upstream_errors_come_back_in_the_clients_envelope_with_their_status() {
         }
     })
     .await;
-    let gw = Gateway::start(&config(&up.base_url(), "")).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
     for path in [CHAT, RESPONSES] {
         let r = gw.send(post(path, body(path, "claude", false))).await;
         let v = assert_openai_error(&r, 529);
@@ -428,7 +426,7 @@ async fn upstream_errors_come_back_in_the_clients_envelope_with_their_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_cannot_be_translated_is_refused_naming_the_field() {
     let up = upstream(100).await;
-    let gw = Gateway::start(&config(&up.base_url(), "")).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
     let cases = [
         (
             RESPONSES,

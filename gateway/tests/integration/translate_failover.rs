@@ -2,9 +2,7 @@
 //! each target gets the request in its own dialect (passthrough bytes where it speaks the
 //! client's, translated where not), and usage reaches metrics, limits and the access log.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 use serde_json::{json, Value};
 
@@ -28,7 +26,7 @@ async fn overloaded_anthropic_and_working_openai() -> ScriptedUpstream {
 async fn anthropic_then_openai_target_each_get_their_own_dialect() {
     let up = overloaded_anthropic_and_working_openai().await;
     let base = up.base_url();
-    let gw = Gateway::start(&model("mixed", &[("anthropic", &base), ("openai", &base)])).await;
+    let gw = TestGateway::start(&model("mixed", &[("anthropic", &base), ("openai", &base)])).await;
     let sent_body =
         r#"{"model":"mixed","max_tokens":64,"messages":[{"role":"user","content":"Say hi"}]}"#;
     let r = gw.send(post(MESSAGES, sent_body)).await;
@@ -108,7 +106,7 @@ async fn openai_down_then_anthropic_translates_a_stream() {
         "mixed",
         &[("openai", closed.url()), ("anthropic", &up.base_url())],
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw.send(post(CHAT, body(CHAT, "mixed", true))).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body_error.is_none());
@@ -144,7 +142,7 @@ async fn openai_down_then_anthropic_translates_a_stream() {
 async fn untranslatable_request_still_uses_a_passthrough_target() {
     let up = overloaded_anthropic_and_working_openai().await;
     let base = up.base_url();
-    let gw = Gateway::start(&model("mixed", &[("anthropic", &base), ("openai", &base)])).await;
+    let gw = TestGateway::start(&model("mixed", &[("anthropic", &base), ("openai", &base)])).await;
     // `top_k` has no chat equivalent: the OpenAI target cannot take this request, so the
     // Anthropic target's 529 is the answer (passed through), not a 400 or a 502.
     let req =
@@ -153,7 +151,7 @@ async fn untranslatable_request_still_uses_a_passthrough_target() {
     assert_eq!(assert_anthropic_error(&r, 529), "overloaded_error");
     assert_eq!(up.requests().len(), 1);
     // A model whose every target must translate refuses it before any upstream call.
-    let gw = Gateway::start(&model("gpt", &[("openai", &base)])).await;
+    let gw = TestGateway::start(&model("gpt", &[("openai", &base)])).await;
     let r = gw.send(post(MESSAGES, req.replace("mixed", "gpt"))).await;
     assert_eq!(assert_anthropic_error(&r, 400), "invalid_request_error");
     assert!(r.text().contains("top_k"));
@@ -174,7 +172,7 @@ async fn translated_usage_is_charged_to_token_limits() {
         "rate_limit = { tokens_per_minute = 3000 }",
         &[("openai", &mock.base_url())],
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let r = gw.send(post(MESSAGES, body(MESSAGES, "gpt", true))).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body_error.is_none());

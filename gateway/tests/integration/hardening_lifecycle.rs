@@ -1,12 +1,10 @@
 //! Shutdown and start-up under bad luck (issue 13): a stuck log reader, a second signal,
 //! keys with stray whitespace or bytes, a shared listener address and credentials in URLs.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 
 // Item 3: with the access log on a pipe nobody reads, SIGTERM still exits within the grace
@@ -18,7 +16,7 @@ async fn blocked_access_log_does_not_hold_shutdown() {
         "[server]\nshutdown_grace_ms = 1000\n{}",
         two_models(&mock.base_url())
     );
-    let mut gw = Gateway::start_opts(
+    let mut gw = TestGateway::start_opts(
         &config,
         StartOpts {
             stdout_unread: true,
@@ -82,7 +80,7 @@ async fn key_from_the_environment_is_trimmed() {
         "[[keys]]\nname = \"env\"\nkey_env = \"GATEWAY_TEST_KEY_WS\"\n{}",
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start_opts(
+    let gw = TestGateway::start_opts(
         &config,
         StartOpts {
             env: vec![("GATEWAY_TEST_KEY_WS".into(), "gw-env-key \n".into())],

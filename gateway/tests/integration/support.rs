@@ -1,9 +1,6 @@
 //! Shared helpers for the gateway's integration tests: write a config, run the real gateway
 //! binary on an ephemeral port, talk to it over HTTP/1.1, read its metrics and access log,
 //! and stop it with SIGTERM (killing it on drop if a test fails half way).
-//!
-//! Each test file uses a different subset of these helpers.
-#![allow(dead_code, unused_imports)]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -123,7 +120,7 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// A gateway process. Killed on drop unless it was stopped.
-pub struct Gateway {
+pub struct TestGateway {
     child: Child,
     pub addr: SocketAddr,
     pub metrics_addr: Option<SocketAddr>,
@@ -146,13 +143,13 @@ pub struct StartOpts {
     pub stdout_unread: bool,
 }
 
-impl Gateway {
+impl TestGateway {
     /// Writes `config` to a file and starts the gateway on 127.0.0.1:0 with 2 workers.
-    pub async fn start(config: &str) -> Gateway {
+    pub async fn start(config: &str) -> TestGateway {
         Self::start_with_args(config, &[]).await
     }
 
-    pub async fn start_with_args(config: &str, args: &[&str]) -> Gateway {
+    pub async fn start_with_args(config: &str, args: &[&str]) -> TestGateway {
         Self::start_opts(
             config,
             StartOpts {
@@ -163,7 +160,7 @@ impl Gateway {
         .await
     }
 
-    pub async fn start_opts(config: &str, opts: StartOpts) -> Gateway {
+    pub async fn start_opts(config: &str, opts: StartOpts) -> TestGateway {
         let path = scratch("config.toml");
         std::fs::write(&path, config).unwrap();
         let mut cmd = match opts.nofile {
@@ -215,7 +212,7 @@ impl Gateway {
         let first = tokio::task::spawn_blocking(move || first_rx.recv_timeout(PATIENCE))
             .await
             .unwrap();
-        let mut gw = Gateway {
+        let mut gw = TestGateway {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_addr: None,
@@ -349,19 +346,13 @@ impl Gateway {
         }
     }
 
-    /// SIGTERM, then wait for the exit.
-    pub async fn stop(&mut self) -> ExitStatus {
-        self.sigterm();
-        self.wait_exit(PATIENCE).await
-    }
-
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
 }
 
-impl Drop for Gateway {
+impl Drop for TestGateway {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
             let _ = self.child.kill();
@@ -1025,12 +1016,12 @@ pub async fn stalling_mock() -> MockUpstream {
 pub async fn gateway_with_stalled_stream(
     mock: &MockUpstream,
     grace_ms: u64,
-) -> (Gateway, Incoming) {
+) -> (TestGateway, Incoming) {
     let config = format!(
         "[server]\nshutdown_grace_ms = {grace_ms}\n{}",
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     let resp = open(gw.addr, post(CHAT, body(CHAT, "gpt", true)))
         .await
         .unwrap();

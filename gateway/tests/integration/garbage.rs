@@ -1,21 +1,19 @@
 //! No panic on any input: raw garbage, huge and odd headers, non-UTF-8 bodies, slow
 //! clients. After each, the gateway still serves.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-async fn setup(extra: &str) -> (MockUpstream, Gateway) {
+async fn setup(extra: &str) -> (MockUpstream, TestGateway) {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
     let config = format!(
         "{extra}\n[[keys]]\nname = \"a\"\nkey = \"gw-key\"\n{}",
         two_models(&mock.base_url())
     );
-    let gw = Gateway::start(&config).await;
+    let gw = TestGateway::start(&config).await;
     (mock, gw)
 }
 
@@ -30,7 +28,7 @@ async fn raw(addr: std::net::SocketAddr, bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-async fn assert_healthy(gw: &mut Gateway) {
+async fn assert_healthy(gw: &mut TestGateway) {
     assert!(gw.is_running(), "the gateway died: {:?}", gw.stderr_lines());
     let r = gw
         .send(post(CHAT, body(CHAT, "gpt", false)).bearer("gw-key"))

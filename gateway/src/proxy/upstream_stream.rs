@@ -1,0 +1,143 @@
+//! What the two streaming bodies (`stream.rs`, passthrough; `translated.rs`) share: the
+//! upstream body, its idle timer, the gzip side channel and the settlement recorded when the
+//! stream ends. Plain fields and inlined methods, so the per-chunk path costs what it did when
+//! each body carried its own copy.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use tokio::time::{Instant, Sleep};
+
+use crate::body::BodyError;
+use crate::metrics::UpstreamErrorKind;
+use crate::settle::Settlement;
+use crate::usage::Usage;
+
+use super::encoding::GzSide;
+
+pub(super) struct UpstreamStream {
+    body: Incoming,
+    /// Set when the upstream gzips its stream although asked not to: what the body reads
+    /// from it comes from a decoded copy.
+    gzip: Option<Box<GzSide>>,
+    idle: Pin<Box<Sleep>>,
+    idle_timeout: Duration,
+    /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
+    settlement: Option<Settlement>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("upstream stream was idle for longer than {0:?}")]
+struct IdleTimeout(Duration);
+
+impl UpstreamStream {
+    pub(super) fn new(
+        body: Incoming,
+        mut settlement: Settlement,
+        idle_timeout: Duration,
+        gzip: bool,
+    ) -> Self {
+        // Until the stream ends normally, a drop means the client disconnected.
+        settlement.error = Some("client_disconnected");
+        UpstreamStream {
+            body,
+            gzip: gzip.then(Box::default),
+            idle: Box::pin(tokio::time::sleep(idle_timeout)),
+            idle_timeout,
+            settlement: Some(settlement),
+        }
+    }
+
+    #[inline]
+    pub(super) fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    #[inline]
+    pub(super) fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    #[inline]
+    pub(super) fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+
+    /// Hands `chunk` to `read` as plain bytes: as it came, or gunzipped.
+    #[inline]
+    pub(super) fn plain(&mut self, chunk: &[u8], read: impl FnOnce(&[u8])) {
+        match &mut self.gzip {
+            None => read(chunk),
+            Some(gz) => gz.feed(chunk, read),
+        }
+    }
+
+    pub(super) fn is_gzip(&self) -> bool {
+        self.gzip.is_some()
+    }
+
+    /// A chunk arrived: the idle timer starts again.
+    #[inline]
+    pub(super) fn rearm(&mut self) {
+        let deadline = Instant::now() + self.idle_timeout;
+        self.idle.as_mut().reset(deadline);
+    }
+
+    /// The upstream was silent for the whole idle timeout: the status line is long gone, so
+    /// 504 in metrics and the log says why the client saw a cut stream. `None` while there is
+    /// still time.
+    #[inline]
+    pub(super) fn poll_idle(
+        &mut self,
+        cx: &mut Context<'_>,
+        usage: impl FnOnce() -> Usage,
+    ) -> Option<BodyError> {
+        if self.idle.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        self.end(usage, Some("upstream_idle_timeout"), Some(504));
+        Some(Box::new(IdleTimeout(self.idle_timeout)))
+    }
+
+    /// The upstream broke mid-stream: a 502 in metrics and the log (the client already has
+    /// a 200 head and sees a cut stream), counted as an upstream read error.
+    pub(super) fn broke(&mut self, usage: impl FnOnce() -> Usage) {
+        if let Some(slot) = self.settlement.as_ref().and_then(|c| c.model_slot()) {
+            slot.upstream_error(UpstreamErrorKind::Read);
+        }
+        self.end(usage, Some("upstream_read_error"), Some(502));
+    }
+
+    /// Records the end of the stream (once; later calls do nothing).
+    #[inline]
+    pub(super) fn end(
+        &mut self,
+        usage: impl FnOnce() -> Usage,
+        error: Option<&'static str>,
+        status: Option<u16>,
+    ) {
+        if let Some(mut c) = self.settlement.take() {
+            c.usage = usage();
+            c.error = error;
+            if let Some(s) = status {
+                c.status = s;
+            }
+        }
+    }
+
+    /// The body is being dropped before its end (the client left): the settlement, recorded
+    /// when it drops, carries the usage read so far.
+    pub(super) fn dropped(&mut self, usage: impl FnOnce() -> Usage) {
+        if let Some(c) = &mut self.settlement {
+            c.usage = usage();
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The walks the three request decoders (`chat`, `messages`, `responses`) share: over a
+//! body's fields and over its `tools`; each dialect supplies only its own fields.
+
+use serde_json::{json, Map, Value};
+
+use super::hub::{Request, Tool};
+use super::json::{array, object};
+use super::TranslateError;
+
+/// Decodes a request body: an object whose fields go to `field` one at a time, except
+/// nulls (absent, in all three APIs) and `model` (the gateway chose the upstream's).
+pub(super) fn request(
+    v: &Value,
+    mut field: impl FnMut(&str, &Value, &mut Request) -> Result<(), TranslateError>,
+) -> Result<Request, TranslateError> {
+    let o = object(v, "body")?;
+    let mut r = Request::default();
+    for (key, val) in o {
+        if val.is_null() || key == "model" {
+            continue;
+        }
+        field(key.as_str(), val, &mut r)?;
+    }
+    Ok(r)
+}
+
+/// Decodes `tools`: each entry an object (`tools[i]` in errors) that `tool` maps to the hub.
+pub(super) fn tools(
+    v: &Value,
+    mut tool: impl FnMut(&str, &Map<String, Value>) -> Result<Tool, TranslateError>,
+) -> Result<Vec<Tool>, TranslateError> {
+    let mut out = Vec::new();
+    for (i, t) in array(v, "tools")?.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        out.push(tool(&at, object(t, &at)?)?);
+    }
+    Ok(out)
+}
+
+/// A tool's optional `description`.
+pub(super) fn description(o: &Map<String, Value>) -> Option<String> {
+    o.get("description")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The arguments schema of a tool that declares none: an object without properties.
+pub(super) fn no_parameters() -> Value {
+    json!({"type": "object", "properties": {}})
+}

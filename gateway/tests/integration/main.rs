@@ -1,0 +1,18 @@
+//! The gateway's integration tests, one binary: each module is an area, every test runs the
+//! real `gateway` binary as a child process (so tests share no state but the machine), and
+//! `support` holds the helpers they share.
+
+mod auth;
+mod dialects;
+mod errors;
+mod failover;
+mod garbage;
+mod hardening_client;
+mod hardening_lifecycle;
+mod hardening_upstream;
+mod lifecycle;
+mod ratelimit;
+mod streaming;
+mod support;
+mod translate_basic;
+mod translate_failover;
