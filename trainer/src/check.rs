@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::shapes::Dialect;
+use crate::dialect::Dialect;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {

@@ -13,8 +13,9 @@ use super::body::MockBody;
 use super::cache::{self, AnswerCache, Rendered};
 use super::conversation::{self, Turn, TOOL_RESULT_PREFIX};
 use super::dialect::Dialect;
+use super::json::json_str;
 use super::probe::probe;
-use super::render::{self, json_str, Shape};
+use super::render::{self, Shape};
 use super::tool_call::{self, ToolCall};
 use super::{MockConfig, RecordedRequest, ERROR_MODEL_PREFIX};
 

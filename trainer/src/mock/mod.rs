@@ -31,6 +31,7 @@ pub mod cli;
 mod conversation;
 mod dialect;
 mod handler;
+mod json;
 mod probe;
 mod render;
 mod server;

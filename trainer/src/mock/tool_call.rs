@@ -6,9 +6,10 @@
 use bytes::Bytes;
 
 use super::dialect::Dialect;
+use super::json::json_str;
 use super::render::{
-    anthropic_usage, chat_usage, event_frame, json_str, message_end, message_start,
-    response_object, responses_usage, ChatChunks, Shape, Tokens, CHAT_ID, CREATED, MESSAGE_ID,
+    anthropic_usage, chat_usage, event_frame, message_end, message_start, response_object,
+    responses_usage, ChatChunks, Shape, Tokens, CHAT_ID, CREATED, MESSAGE_ID,
 };
 
 const CALL_ID: &str = "call_mock0001";

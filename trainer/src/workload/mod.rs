@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::drive::{self, DriveOptions, DriveReport};
 use crate::shapes::{self, Shape, ShapeError};
-pub use process::{GatewayProcess, TRAINING_KEY};
+pub use process::{TrainingGateway, TRAINING_KEY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
@@ -158,7 +158,7 @@ async fn run_shape(
     shape: &Shape,
     dir: &Path,
 ) -> Result<DriveReport, String> {
-    let gateway = GatewayProcess::start(gateway_bin, shape, dir, opts.ready_timeout).await?;
+    let gateway = TrainingGateway::start(gateway_bin, shape, dir, opts.ready_timeout).await?;
     let mut drive_opts = DriveOptions::new(gateway.base_url(), Some(TRAINING_KEY.into()));
     drive_opts.request_timeout = opts.request_timeout;
     let report = match drive::drive(shape, &drive_opts).await {

@@ -13,35 +13,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::{bench_config, Gateway, Launch, LaunchError, BENCH_KEY};
-use super::stats::{self, Band, Slot, SlotKind, Step, Summary, Verdict, Window};
-use super::upstream::MockThread;
-use super::Variant;
-use crate::drive::{self, DriveOptions, DriveReport};
-use crate::shapes::Shape;
+use crate::config::{bench_config, BENCH_KEY};
+use crate::error::{io, BenchError};
+use crate::stats::{self, Band, Slot, SlotKind, Step, Summary, Verdict, Window};
+use crate::upstream::MockThread;
+use crate::variant::Variant;
+use trainer::drive::{self, DriveOptions, DriveReport};
+use trainer::launch::{GatewayProcess, Launch};
+use trainer::shapes::Shape;
 
-#[derive(Debug, thiserror::Error)]
-pub enum AbError {
-    #[error(transparent)]
-    Launch(#[from] LaunchError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("{what}")]
-    Drive { what: String },
-    #[error("no variants to measure")]
-    NoVariants,
-}
-
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> AbError {
-    let what = what.into();
-    move |source| AbError::Io { what, source }
-}
-
-/// The variant name of the baseline's identical copy.
-pub const CONTROL: &str = "control";
+pub use crate::variant::CONTROL;
 
 #[derive(Debug, Clone)]
 pub struct AbOptions {
@@ -133,8 +114,10 @@ pub async fn run(
     shape: &Shape,
     variants: &[Variant],
     opts: &AbOptions,
-) -> Result<AbReport, AbError> {
-    let base = variants.first().ok_or(AbError::NoVariants)?;
+) -> Result<AbReport, BenchError> {
+    let base = variants
+        .first()
+        .ok_or(BenchError::Failed("no variants to measure".into()))?;
     std::fs::create_dir_all(&opts.work_dir)
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
     let mut all: Vec<Variant> = variants.to_vec();
@@ -221,7 +204,7 @@ async fn run_slot(
     opts: &AbOptions,
     window_requests: &mut Option<u64>,
     recorded: &mut Vec<Recorded>,
-) -> Result<usize, AbError> {
+) -> Result<usize, BenchError> {
     let launch = Launch {
         bin: v.path.clone(),
         config: config.to_owned(),
@@ -234,8 +217,9 @@ async fn run_slot(
             .join(format!("slot-{index:03}-{}.stderr", v.name)),
         ready_timeout: opts.ready_timeout,
         healthz: true,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     let url = gw.base_url();
     let result = async {
         let warm = drive_n(shape, &url, opts.warmup_requests.max(1), opts).await?;
@@ -274,7 +258,7 @@ async fn run_slot(
                 }
             }
         }
-        Ok::<usize, AbError>(kept)
+        Ok::<usize, BenchError>(kept)
     }
     .await;
     match result {
@@ -294,15 +278,15 @@ async fn drive_n(
     url: &str,
     n: u64,
     opts: &AbOptions,
-) -> Result<DriveReport, AbError> {
+) -> Result<DriveReport, BenchError> {
     let mut s = shape.clone();
     s.requests = n;
     s.concurrency = opts.connections;
     let mut d = DriveOptions::new(url, Some(BENCH_KEY.into()));
     d.request_timeout = opts.request_timeout;
-    drive::drive(&s, &d).await.map_err(|e| AbError::Drive {
-        what: format!("driving {url}: {e}"),
-    })
+    drive::drive(&s, &d)
+        .await
+        .map_err(|e| BenchError::Failed(format!("driving {url}: {e}")))
 }
 
 fn window_of(r: &DriveReport, cpu_s: f64) -> Window {
@@ -418,7 +402,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shapes;
+    use trainer::shapes;
 
     fn opts(rounds: u32) -> AbOptions {
         AbOptions {

@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::{bench_config, Gateway, Launch, LaunchError, BENCH_KEY};
-use super::upstream::MockThread;
-use super::Variant;
-use crate::drive::{self, DriveOptions};
-use crate::shapes::Shape;
+use crate::config::{bench_config, BENCH_KEY};
+use crate::upstream::MockThread;
+use crate::variant::Variant;
+use trainer::drive::{self, DriveOptions};
+use trainer::launch::{GatewayProcess, Launch, LaunchError};
+use trainer::shapes::Shape;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CallgrindError {
@@ -249,8 +250,9 @@ async fn one_run(
         ready_timeout: opts.ready_timeout,
         // No /healthz: the counted requests are exactly the driven ones.
         healthz: false,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     let mut s = shape.clone();
     s.requests = n;
     s.concurrency = opts.connections;

@@ -8,8 +8,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::callgrind::CallgrindReport;
-use super::report::{thousands, CALLGRIND};
+use crate::callgrind::CallgrindReport;
+use crate::results::{thousands, CALLGRIND};
 
 /// (passthrough shape, translated shape): the same client body, the model on the dialect's
 /// own provider, then on the other one.
@@ -91,7 +91,7 @@ pub fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::callgrind::VariantCounts;
+    use crate::callgrind::VariantCounts;
     use std::collections::BTreeMap;
 
     fn report(shape: &str, irs: &[(&str, f64)]) -> CallgrindReport {
@@ -120,10 +120,10 @@ mod tests {
 
     #[test]
     fn pairs_name_real_shapes_that_differ_only_by_provider() {
-        let dir = crate::shapes::repo_dir();
+        let dir = trainer::shapes::repo_dir();
         for (p, t) in PAIRS {
-            let p = crate::shapes::find(&dir, p).unwrap();
-            let t = crate::shapes::find(&dir, t).unwrap();
+            let p = trainer::shapes::find(&dir, p).unwrap();
+            let t = trainer::shapes::find(&dir, t).unwrap();
             assert!(!p.is_translated() && t.is_translated(), "{}", t.name);
             assert_eq!(
                 (p.dialect, p.stream, &p.body),

@@ -22,12 +22,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::launch::{status_kib, Gateway, Launch, LaunchError, BENCH_KEY};
-use crate::mock::{MockConfig, MockUpstream};
+use crate::config::BENCH_KEY;
+use crate::error::{io, BenchError};
+use trainer::launch::{status_kib, GatewayProcess, Launch};
+use trainer::mock::{MockConfig, MockUpstream};
 
 /// Descriptors the gateway may hold above its baseline afterwards (pooled upstream
 /// connections come and go with load).
@@ -120,19 +121,6 @@ impl SoakReport {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SoakError {
-    #[error(transparent)]
-    Launch(#[from] LaunchError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("{0}")]
-    Setup(String),
-}
-
 /// Counters shared by the client tasks.
 #[derive(Default)]
 struct Tally {
@@ -157,8 +145,7 @@ impl Tally {
     }
 }
 
-pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
-    let io = |what: String| move |source| SoakError::Io { what, source };
+pub async fn run(opts: &SoakOptions) -> Result<SoakReport, BenchError> {
     std::fs::create_dir_all(&opts.work_dir)
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
     let mock = start_mock(MockConfig {
@@ -179,7 +166,7 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
     .await?;
     let reset = ResetUpstream::start()
         .await
-        .map_err(io("starting the resetting upstream".into()))?;
+        .map_err(io("starting the resetting upstream"))?;
 
     let config = opts.work_dir.join("soak-gateway.toml");
     std::fs::write(
@@ -202,13 +189,14 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
         stderr: opts.work_dir.join("soak-gateway.stderr"),
         ready_timeout: Duration::from_secs(60),
         healthz: true,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     let addr: SocketAddr = gw
         .base_url()
         .trim_start_matches("http://")
         .parse()
-        .map_err(|e| SoakError::Setup(format!("gateway address: {e}")))?;
+        .map_err(|e| BenchError::Failed(format!("gateway address: {e}")))?;
     let pid = gw.pid();
 
     // Warm up with normal traffic only, then take the baseline.
@@ -218,7 +206,7 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
     let (rss_baseline, fds_baseline) = sample(pid);
     let warm_failed = tally.normal_failed.swap(0, Ordering::Relaxed);
     if warm_failed > 0 {
-        return Err(SoakError::Setup(format!(
+        return Err(BenchError::Failed(format!(
             "{warm_failed} warm-up request(s) failed: {:?}",
             tally.failures.lock().unwrap_or_else(|p| p.into_inner())
         )));
@@ -367,10 +355,10 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
     })
 }
 
-async fn start_mock(config: MockConfig) -> Result<MockUpstream, SoakError> {
+async fn start_mock(config: MockConfig) -> Result<MockUpstream, BenchError> {
     MockUpstream::start(config)
         .await
-        .map_err(|source| SoakError::Io {
+        .map_err(|source| BenchError::Io {
             what: "starting a mock upstream".into(),
             source,
         })
@@ -418,12 +406,9 @@ async fn request(addr: SocketAddr, path: &str, body: String) -> Result<(u16, Byt
             .await
             .map_err(|e| format!("connect: {e}"))?;
         let _ = stream.set_nodelay(true);
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let mut sender = trainer::http1::handshake(stream)
             .await
             .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
         let req = http::Request::post(path)
             .header("host", "soak")
             .header("content-type", "application/json")

@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
-use crate::mock::{MockConfig, MockUpstream};
+use trainer::mock::{MockConfig, MockUpstream};
 
 pub struct MockThread {
     base_url: String,
@@ -25,7 +25,7 @@ impl MockThread {
             .name("bench-mock".into())
             .spawn(move || {
                 if !cpus.is_empty() {
-                    if let Err(e) = super::launch::pin_current(&cpus) {
+                    if let Err(e) = trainer::launch::pin_current(&cpus) {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::callgrind::CallgrindReport;
+use crate::callgrind::CallgrindReport;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GateLine {
@@ -71,7 +71,7 @@ pub fn gate(report: &CallgrindReport, max_ratio: f64) -> Result<GateResult, Gate
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::callgrind::VariantCounts;
+    use crate::callgrind::VariantCounts;
     use std::collections::BTreeMap;
 
     fn report(irs: &[(&str, f64)]) -> CallgrindReport {
