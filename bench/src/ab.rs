@@ -51,15 +51,15 @@ pub struct AbOptions {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recorded {
     pub variant: String,
-    pub slot: usize,
-    pub kind: SlotKind,
+    pub(crate) slot: usize,
+    pub(crate) kind: SlotKind,
     pub round: Option<u32>,
     pub window: u32,
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     pub valid: bool,
-    pub rps: f64,
+    pub(crate) rps: f64,
     #[serde(flatten)]
-    pub w: Window,
+    pub(crate) w: Window,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
 }
@@ -81,9 +81,9 @@ pub struct VariantResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Floor {
     pub mock_rps: Option<f64>,
-    pub best_gateway_rps: Option<f64>,
+    pub(crate) best_gateway_rps: Option<f64>,
     pub headroom: Option<f64>,
-    pub required: f64,
+    pub(crate) required: f64,
     /// False: the client and mock may be what limited; the run measured them, not the gateway.
     pub ok: bool,
 }
@@ -96,13 +96,13 @@ pub struct AbReport {
     pub window_requests: u64,
     pub warmup_requests: u64,
     pub connections: u32,
-    pub gateway_workers: usize,
+    pub(crate) gateway_workers: usize,
     pub gateway_cpus: Vec<usize>,
-    pub baseline: String,
+    pub(crate) baseline: String,
     pub variants: Vec<VariantResult>,
     pub band: Option<Band>,
-    pub front_anchor_rps: Option<f64>,
-    pub back_anchor_rps: Option<f64>,
+    pub(crate) front_anchor_rps: Option<f64>,
+    pub(crate) back_anchor_rps: Option<f64>,
     pub drift: Option<f64>,
     pub floor: Floor,
     pub invalid_windows: usize,
@@ -301,7 +301,7 @@ fn window_of(r: &DriveReport, cpu_s: f64) -> Window {
 }
 
 /// Pure: turns the recorded windows into the report.
-pub fn assemble(
+pub(crate) fn assemble(
     shape: &Shape,
     all: &[Variant],
     opts: &AbOptions,

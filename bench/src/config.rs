@@ -8,12 +8,12 @@ use trainer::shapes::Shape;
 use trainer::workload::gateway_config;
 
 /// The key every bench config accepts and the bench client sends.
-pub const BENCH_KEY: &str = "trainer-bench-key";
+pub(crate) const BENCH_KEY: &str = "trainer-bench-key";
 
 /// The config for measuring `shape`: its posture routed to `upstream`, port 0, the access log
 /// off (benchmarks measure the proxy, not a log sink) and `workers` worker threads (0 = one per
 /// core).
-pub fn bench_config(shape: &Shape, upstream: &str, workers: usize) -> String {
+pub(crate) fn bench_config(shape: &Shape, upstream: &str, workers: usize) -> String {
     let text = gateway_config::render(shape, upstream, "127.0.0.1:0", BENCH_KEY);
     let mut root: Table = toml::from_str(&text).expect("rendered config parses");
     if let Some(Value::Table(obs)) = root.get_mut("observability") {

@@ -17,7 +17,7 @@ pub enum BenchError {
 }
 
 /// `map_err(io("writing x"))`: an I/O error with what was being done.
-pub fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BenchError {
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BenchError {
     let what = what.into();
     move |source| BenchError::Io { what, source }
 }

@@ -31,11 +31,11 @@ pub struct LoadReport {
     pub workers: usize,
     pub requests: u64,
     pub ok: u64,
-    pub failed: u64,
-    pub seconds: f64,
-    pub rps: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
+    pub(crate) failed: u64,
+    pub(crate) seconds: f64,
+    pub(crate) rps: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
     pub failures: Vec<String>,
 }
 

@@ -2,24 +2,24 @@
 //! number format of the tables. Below `report` and `translated`, which both read them.
 
 /// The files of a results directory.
-pub const META: &str = "meta.txt";
-pub const CALLGRIND: &str = "callgrind.json";
-pub const HOLDOUT: &str = "holdout.json";
-pub const HOLDOUT_CALLGRIND: &str = "holdout-callgrind.json";
-pub const AB: &str = "ab.json";
-pub const AB_HOLDOUT: &str = "ab-holdout.json";
+pub(crate) const META: &str = "meta.txt";
+pub(crate) const CALLGRIND: &str = "callgrind.json";
+pub(crate) const HOLDOUT: &str = "holdout.json";
+pub(crate) const HOLDOUT_CALLGRIND: &str = "holdout-callgrind.json";
+pub(crate) const AB: &str = "ab.json";
+pub(crate) const AB_HOLDOUT: &str = "ab-holdout.json";
 pub const RSS: &str = "rss.json";
-pub const LOAD: &str = "load.json";
-pub const SOAK: &str = "soak.json";
-pub const BUILD_TIMES: &str = "build-times.tsv";
+pub(crate) const LOAD: &str = "load.json";
+pub(crate) const SOAK: &str = "soak.json";
+pub(crate) const BUILD_TIMES: &str = "build-times.tsv";
 /// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.
-pub const TOP: &str = "callgrind-top.txt";
+pub(crate) const TOP: &str = "callgrind-top.txt";
 /// The variant trained on the benchmarked shape alone (the dilution check), when present in
 /// `callgrind.json`.
-pub const SINGLE: &str = "pgo-single";
+pub(crate) const SINGLE: &str = "pgo-single";
 
 /// `1234567.8` -> `1,234,568`.
-pub fn thousands(x: f64) -> String {
+pub(crate) fn thousands(x: f64) -> String {
     let n = x.round() as i64;
     let s = n.abs().to_string();
     let mut out = String::new();

@@ -22,10 +22,10 @@ pub struct RssOptions {
 pub struct RssReport {
     pub binary: String,
     pub config: String,
-    pub settle_ms: u64,
+    pub(crate) settle_ms: u64,
     pub vm_rss_kib: u64,
     pub vm_hwm_kib: u64,
-    pub threads: Option<u64>,
+    pub(crate) threads: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -32,9 +32,9 @@ use trainer::mock::{MockConfig, MockUpstream};
 
 /// Descriptors the gateway may hold above its baseline afterwards (pooled upstream
 /// connections come and go with load).
-pub const FD_SLACK: u64 = 8;
+pub(crate) const FD_SLACK: u64 = 8;
 /// Resident memory the gateway may hold above its baseline afterwards (allocator caches).
-pub const RSS_SLACK_KIB: u64 = 24 * 1024;
+pub(crate) const RSS_SLACK_KIB: u64 = 24 * 1024;
 
 /// The gateway's limits in this run: short, so each fault is cut many times per run.
 const BODY_READ_TIMEOUT_MS: u64 = 2000;
@@ -46,41 +46,41 @@ const SLOW_FIRST_BYTE: Duration = Duration::from_millis(1500);
 pub struct SoakOptions {
     pub gateway: PathBuf,
     /// Length of the mixed phase.
-    pub duration: Duration,
-    pub normal_clients: usize,
+    pub(crate) duration: Duration,
+    pub(crate) normal_clients: usize,
     pub work_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SoakReport {
     pub binary: String,
-    pub duration_s: f64,
-    pub normal_requests: u64,
-    pub normal_failed: u64,
+    pub(crate) duration_s: f64,
+    pub(crate) normal_requests: u64,
+    pub(crate) normal_failed: u64,
     pub failures: Vec<String>,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub stalled_uploads: u64,
-    pub stalled_uploads_408: u64,
-    pub stalled_readers: u64,
-    pub stalled_readers_cut: u64,
-    pub upstream_resets: u64,
-    pub rss_baseline_kib: u64,
-    pub rss_peak_kib: u64,
-    pub rss_after_kib: u64,
-    pub fds_baseline: u64,
-    pub fds_peak: u64,
-    pub fds_after: u64,
-    pub in_flight_at_sigterm: u64,
-    pub in_flight_ok: u64,
-    pub shutdown_ms: f64,
-    pub exit_ok: bool,
-    pub grace_ms: u64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) stalled_uploads: u64,
+    pub(crate) stalled_uploads_408: u64,
+    pub(crate) stalled_readers: u64,
+    pub(crate) stalled_readers_cut: u64,
+    pub(crate) upstream_resets: u64,
+    pub(crate) rss_baseline_kib: u64,
+    pub(crate) rss_peak_kib: u64,
+    pub(crate) rss_after_kib: u64,
+    pub(crate) fds_baseline: u64,
+    pub(crate) fds_peak: u64,
+    pub(crate) fds_after: u64,
+    pub(crate) in_flight_at_sigterm: u64,
+    pub(crate) in_flight_ok: u64,
+    pub(crate) shutdown_ms: f64,
+    pub(crate) exit_ok: bool,
+    pub(crate) grace_ms: u64,
 }
 
 impl SoakReport {
     /// Every reason the run fails; empty: it passes.
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut p = Vec::new();
         if self.normal_failed > 0 {
             p.push(format!("{} normal request(s) failed", self.normal_failed));
@@ -640,7 +640,7 @@ impl ResetUpstream {
 }
 
 /// The report's markdown table.
-pub fn markdown(r: &SoakReport) -> String {
+pub(crate) fn markdown(r: &SoakReport) -> String {
     let problems = r.problems();
     let verdict = if problems.is_empty() {
         "pass".to_owned()

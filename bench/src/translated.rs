@@ -13,7 +13,7 @@ use crate::results::{thousands, CALLGRIND};
 
 /// (passthrough shape, translated shape): the same client body, the model on the dialect's
 /// own provider, then on the other one.
-pub const PAIRS: [(&str, &str); 2] = [
+pub(crate) const PAIRS: [(&str, &str); 2] = [
     (
         "chat-nonstream-minimal",
         "chat-nonstream-minimal-via-anthropic",
@@ -48,7 +48,7 @@ pub fn load(dir: &Path, shape: &str) -> Result<Option<CallgrindReport>, String> 
 }
 
 /// The pairs of [`PAIRS`] with both sides measured in `dir`.
-pub fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindReport)>, String> {
+pub(crate) fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindReport)>, String> {
     let mut pairs = Vec::new();
     for (passthrough, translated) in PAIRS {
         if let (Some(p), Some(t)) = (load(dir, passthrough)?, load(dir, translated)?) {
@@ -59,7 +59,7 @@ pub fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindReport)>, S
 }
 
 /// One row per pair and variant (variants present on both sides).
-pub fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
+pub(crate) fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
     let mut s = String::from(
         "Instructions per request (callgrind, marginal as above, one worker), each translated \
          shape beside its passthrough twin (same client body, the model on the dialect's own \

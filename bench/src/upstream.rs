@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use trainer::mock::{MockConfig, MockUpstream};
 
-pub struct MockThread {
+pub(crate) struct MockThread {
     base_url: String,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -18,7 +18,7 @@ pub struct MockThread {
 impl MockThread {
     /// Starts the default mock on a current-thread runtime in a new thread, pinned to `cpus`
     /// when not empty.
-    pub fn start(cpus: Vec<usize>) -> std::io::Result<MockThread> {
+    pub(crate) fn start(cpus: Vec<usize>) -> std::io::Result<MockThread> {
         let (ready_tx, ready_rx) = mpsc::channel::<std::io::Result<String>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -63,7 +63,7 @@ impl MockThread {
         })
     }
 
-    pub fn base_url(&self) -> &str {
+    pub(crate) fn base_url(&self) -> &str {
         &self.base_url
     }
 }

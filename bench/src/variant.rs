@@ -39,7 +39,7 @@ impl FromStr for Variant {
 }
 
 /// Variant names must be unique (and not the control's reserved name).
-pub fn check_variants(variants: &[Variant]) -> Result<(), String> {
+pub(crate) fn check_variants(variants: &[Variant]) -> Result<(), String> {
     if variants.is_empty() {
         return Err("give at least one --variant NAME=PATH".into());
     }

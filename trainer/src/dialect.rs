@@ -19,7 +19,7 @@ pub enum Dialect {
 
 impl Dialect {
     /// The dialect served on `path`, if any (the mock routes on it).
-    pub fn from_path(path: &str) -> Option<Dialect> {
+    pub(crate) fn from_path(path: &str) -> Option<Dialect> {
         [Dialect::Chat, Dialect::Messages, Dialect::Responses]
             .into_iter()
             .find(|d| d.route() == path)
@@ -43,12 +43,12 @@ impl Dialect {
 
     /// Whether a client of this dialect speaks Anthropic's protocol (`x-api-key`,
     /// `anthropic-version`).
-    pub fn is_anthropic(self) -> bool {
+    pub(crate) fn is_anthropic(self) -> bool {
         self == Dialect::Messages
     }
 
     /// The provider that speaks this dialect natively (passthrough, no translation).
-    pub fn native_provider(self) -> Provider {
+    pub(crate) fn native_provider(self) -> Provider {
         match self {
             Dialect::Chat | Dialect::Responses => Provider::OpenAi,
             Dialect::Messages => Provider::Anthropic,

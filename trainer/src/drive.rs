@@ -161,7 +161,7 @@ pub async fn drive(shape: &Shape, opts: &DriveOptions) -> Result<DriveReport, Dr
 }
 
 /// The nearest-rank percentile of sorted samples; zero when there are none.
-pub fn percentile(sorted: &[Duration], p: u32) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: u32) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }

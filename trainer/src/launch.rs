@@ -261,7 +261,7 @@ async fn wait_ready(
 }
 
 /// The `host:port` of the gateway's `... listening on http://host:port` start-up line.
-pub fn listening_address(stderr: &str) -> Option<String> {
+pub(crate) fn listening_address(stderr: &str) -> Option<String> {
     // Complete lines only: eprintln! may take several writes, and a line read half-written
     // ("...http://127.0.0.1:4") would be taken for the address and never read again.
     stderr
@@ -276,7 +276,7 @@ pub fn listening_address(stderr: &str) -> Option<String> {
 }
 
 /// `GET path` on a fresh connection; the status code.
-pub async fn get_status(authority: &str, path: &str) -> Result<u16, String> {
+pub(crate) async fn get_status(authority: &str, path: &str) -> Result<u16, String> {
     let attempt = async {
         let tcp = tokio::net::TcpStream::connect(authority)
             .await
@@ -353,7 +353,7 @@ pub fn preflight(pid: u32, addr: &str) -> Result<(), String> {
 }
 
 /// Inodes of the LISTEN sockets on `port` in a `/proc/net/tcp{,6}` table.
-pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+pub(crate) fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
     const LISTEN: &str = "0A";
     table
         .lines()
@@ -369,7 +369,7 @@ pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
 }
 
 /// `socket:[12345]` -> 12345.
-pub fn socket_inode(link: &str) -> Option<u64> {
+pub(crate) fn socket_inode(link: &str) -> Option<u64> {
     link.strip_prefix("socket:[")?
         .strip_suffix(']')?
         .parse()
@@ -378,7 +378,7 @@ pub fn socket_inode(link: &str) -> Option<u64> {
 
 /// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line, in seconds. The command
 /// name in parentheses may hold spaces, so fields are counted after the last `)`.
-pub fn cpu_seconds_from_stat(stat: &str, ticks_per_s: f64) -> Option<f64> {
+pub(crate) fn cpu_seconds_from_stat(stat: &str, ticks_per_s: f64) -> Option<f64> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After ")": state is field 3, so utime (14) is index 11 and stime (15) index 12.

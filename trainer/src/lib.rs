@@ -8,7 +8,7 @@
 //! The modules are a stack (`tools/layering/layers.toml`), each importing only its own layer
 //! or below: `dialect` and `http1`; `shapes` and `check`; `mock`, `drive` and `launch`;
 //! `workload`.
-pub mod check;
+pub(crate) mod check;
 pub mod dialect;
 pub mod drive;
 pub mod http1;

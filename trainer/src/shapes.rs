@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use crate::dialect::{Dialect, Provider};
+use crate::dialect::{Dialect, Provider};
 
 /// The largest concurrency a shape may ask for: one keep-alive connection per unit.
-pub const MAX_CONCURRENCY: u32 = 256;
+pub(crate) const MAX_CONCURRENCY: u32 = 256;
 /// The largest request count a shape may ask for; training must stay short.
-pub const MAX_REQUESTS: u64 = 1_000_000;
+pub(crate) const MAX_REQUESTS: u64 = 1_000_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShapeError {
@@ -101,7 +101,7 @@ pub struct Shape {
     pub dialect: Dialect,
     pub stream: bool,
     /// The body file as written in the shape (relative to the shapes directory).
-    pub body_file: PathBuf,
+    pub(crate) body_file: PathBuf,
     pub body: Vec<u8>,
     /// The client-facing model the body asks for; the training config routes it.
     pub model: String,
@@ -117,7 +117,7 @@ pub struct Shape {
 
 /// Loads and validates one shape file; `dir` is the shapes directory its body path is
 /// relative to.
-pub fn load_file(file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
+pub(crate) fn load_file(file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
     let text = std::fs::read_to_string(file).map_err(|source| ShapeError::Read {
         file: file.to_owned(),
         source,

@@ -5,14 +5,14 @@ use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::json::json_str;
-pub use crate::dialect::Dialect;
+use crate::dialect::Dialect;
 
 // Inherent methods on the crate's one `Dialect` (crate::dialect): what only the mock's
 // side of a route needs, kept beside the mock.
 impl Dialect {
     /// The header carrying the upstream request id: `request-id` for Anthropic,
     /// `x-request-id` for OpenAI.
-    pub fn request_id_header(self) -> HeaderName {
+    pub(crate) fn request_id_header(self) -> HeaderName {
         match self {
             Dialect::Messages => HeaderName::from_static("request-id"),
             Dialect::Chat | Dialect::Responses => HeaderName::from_static("x-request-id"),
@@ -57,7 +57,7 @@ impl Dialect {
     }
 
     /// An error body in this dialect's envelope.
-    pub fn error_body(self, status: u16, message: &str) -> Bytes {
+    pub(crate) fn error_body(self, status: u16, message: &str) -> Bytes {
         let message = json_str(message);
         let body = match self {
             Dialect::Messages => format!(

@@ -5,8 +5,8 @@
 
 use bytes::Bytes;
 
-use super::dialect::Dialect;
 use super::json::json_str;
+use crate::dialect::Dialect;
 
 pub(super) const CREATED: u64 = 1_767_225_600;
 pub(super) const CHAT_ID: &str = "chatcmpl-mock0001";
@@ -29,7 +29,7 @@ pub(crate) struct Shape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Tokens {
     pub input: u64,
-    pub cached: u64,
+    pub(crate) cached: u64,
     pub output: u64,
 }
 

@@ -14,7 +14,7 @@
 //! `nix/stages/workload.sh`), not here.
 
 pub mod gateway_config;
-pub mod process;
+mod process;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -50,7 +50,7 @@ pub enum WorkloadError {
 pub struct WorkloadOptions {
     /// The gateway binary to exercise (instrumented or not; the workload does not care).
     pub gateway_bin: PathBuf,
-    pub shapes_dir: PathBuf,
+    pub(crate) shapes_dir: PathBuf,
     /// Longest wait for `/healthz` to answer 200 after the gateway starts.
     pub ready_timeout: Duration,
     /// Longest wait for the gateway to exit after SIGTERM before it is killed (a failure).
