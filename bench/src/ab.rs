@@ -162,7 +162,7 @@ pub async fn run(
         )
         .await?;
         eprintln!(
-            "trainer bench: slot {}/{} {} ({:?}{}): {n} windows",
+            "bench: slot {}/{} {} ({:?}{}): {n} windows",
             i + 1,
             slots.len(),
             v.name,

@@ -175,7 +175,7 @@ pub async fn run(
         for n in [opts.requests_small, opts.requests_big] {
             let events = one_run(shape, v, n, &config, opts).await?;
             eprintln!(
-                "trainer bench callgrind: {} {} x{n}: Ir {}",
+                "bench callgrind: {} {} x{n}: Ir {}",
                 shape.name,
                 v.name,
                 events.get("Ir").copied().unwrap_or(0)

@@ -321,7 +321,7 @@ fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<O
 
 const NOT_MEASURED: &str = "_Not measured in this run._\n";
 
-const SOAK_INTRO: &str = "`trainer bench soak` (`scripts/soak.sh`, CI's bench tier): normal \
+const SOAK_INTRO: &str = "`bench soak` (`scripts/soak.sh`, CI's bench tier): normal \
 clients (chat buffered, messages and responses streamed, 1 in 10 to an upstream with a 1.5 s \
 first byte) mixed with 4 stalled uploaders (1 MiB declared, 256 KiB sent), 2 clients that stop \
 reading a multi-megabyte stream, and an upstream that resets mid-stream; gateway limits \
