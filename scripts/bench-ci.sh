@@ -5,12 +5,14 @@
 # holdout gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape
 # exceed 1.00x plain) and the soak and fault run on the plain build (scripts/soak.sh; fails on any
 # failed normal request, leaked fds or memory, or an unclean exit). The short real bench run
-# (smoke) is `cargo test -p trainer --test bench`.
+# (smoke) is `cargo test --manifest-path bench/Cargo.toml --test bench`.
 #
 # Usage: scripts/bench-ci.sh [CHAIN_OUT]
 #   CHAIN_OUT  a scripts/chain-local.sh output directory; without it the chain is run first
 #              into ./out/chain-local (with chain-local.sh's own persistent target dirs).
-#   TRAINER    a built trainer (default: built here, release without fat LTO)
+#   BENCH      a built bench (bench/; default: built here, release without fat LTO)
+#   TRAINER    a built trainer, for the chain when CHAIN_OUT is not given (default: built
+#              here, release without fat LTO)
 # Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, callgrind-<shape>.json,
 # holdout.json, *.md.
 # About 15 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower; the
@@ -20,13 +22,19 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 out=${BENCH_CI_OUT:-$repo/out/bench-ci}
 mkdir -p "$out"
-if [ -z "${TRAINER:-}" ]; then
-  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
-  TRAINER="$repo/target/bench-trainer/release/trainer"
+if [ -z "${BENCH:-}" ]; then
+  # Its own workspace (bench/), default release profile (no fat LTO: it is not the product),
+  # into the root target/ (target/release/bench), as every script builds it.
+  cargo build --release --locked --manifest-path "$repo/bench/Cargo.toml" --target-dir "$repo/target"
+  BENCH="$repo/target/release/bench"
 fi
 chain=${1:-}
 if [ -z "$chain" ]; then
+  if [ -z "${TRAINER:-}" ]; then
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+      cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
+    TRAINER="$repo/target/bench-trainer/release/trainer"
+  fi
   chain="$repo/out/chain-local"
   TRAINER="$TRAINER" bash "$repo/scripts/chain-local.sh" "$chain"
 fi
@@ -37,7 +45,7 @@ variants=(
 )
 
 t0=$SECONDS
-"$TRAINER" bench callgrind --shapes shapes --shape chat-nonstream-minimal "${variants[@]}" \
+"$BENCH" callgrind --shapes shapes --shape chat-nonstream-minimal "${variants[@]}" \
   --work-dir "$out/callgrind" --json "$out/callgrind.json" --markdown "$out/callgrind.md"
 echo "=== bench-ci: callgrind ratios in $((SECONDS - t0)) s"
 
@@ -51,26 +59,26 @@ else
   echo "=== bench-ci: no textsearch chain in $chain (tier c builds it): its ratios are not reported"
 fi
 
-# The translated paths next to passthrough (`trainer bench translated`): each pair sends the
+# The translated paths next to passthrough (`bench translated`): each pair sends the
 # same client body, the translated shape routes its model to the other provider, so the
 # difference is the translation's cost. chat-nonstream-minimal, the first pair's passthrough
 # side, is callgrind.json above.
 t0=$SECONDS
-mapfile -t translated_shapes < <("$TRAINER" bench translated --list-shapes)
+mapfile -t translated_shapes < <("$BENCH" translated --list-shapes)
 for shape in "${translated_shapes[@]}"; do
   [ "$shape" = chat-nonstream-minimal ] && continue
-  "$TRAINER" bench callgrind --shapes shapes --shape "$shape" "${variants[@]}" \
+  "$BENCH" callgrind --shapes shapes --shape "$shape" "${variants[@]}" \
     --work-dir "$out/callgrind-$shape" --json "$out/callgrind-$shape.json" \
     --markdown "$out/callgrind-$shape.md"
 done
-"$TRAINER" bench translated --results "$out" --markdown "$out/callgrind-translated.md"
+"$BENCH" translated --results "$out" --markdown "$out/callgrind-translated.md"
 echo "=== bench-ci: translated paths in $((SECONDS - t0)) s"
 
 t0=$SECONDS
-"$TRAINER" bench holdout --shapes shapes "${variants[@]}" \
+"$BENCH" holdout --shapes shapes "${variants[@]}" \
   --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md"
 echo "=== bench-ci: holdout gate passed in $((SECONDS - t0)) s"
 
 t0=$SECONDS
-SOAK_OUT="$out/soak" TRAINER="$TRAINER" bash "$repo/scripts/soak.sh" "$chain/gateway/bin/gateway"
+SOAK_OUT="$out/soak" BENCH="$BENCH" bash "$repo/scripts/soak.sh" "$chain/gateway/bin/gateway"
 echo "=== bench-ci: soak passed in $((SECONDS - t0)) s"

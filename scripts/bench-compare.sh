@@ -11,7 +11,7 @@
 # Usage: scripts/bench-compare.sh BEFORE_CHAIN AFTER_CHAIN [SHAPE ...]
 #   *_CHAIN  scripts/chain-nix-host.sh output directories (gateway/, gateway-profile/, ...)
 #   SHAPE    training shapes to measure (default: chat-nonstream-minimal messages-stream-mid)
-#   TRAINER  a built trainer (default: built here, as scripts/bench-ci.sh does)
+#   BENCH    a built bench (bench/; default: built here, as scripts/bench-ci.sh does)
 # Results: $BENCH_COMPARE_OUT (default ./out/bench-compare): compare.md and the reports.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,10 +24,11 @@ shapes=("$@")
 out=${BENCH_COMPARE_OUT:-$repo/out/bench-compare}
 profdata=${LLVM_PROFDATA:-/usr/lib/llvm-22/bin/llvm-profdata}
 mkdir -p "$out"
-if [ -z "${TRAINER:-}" ]; then
-  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
-  TRAINER="$repo/target/bench-trainer/release/trainer"
+if [ -z "${BENCH:-}" ]; then
+  # Its own workspace (bench/), default release profile (no fat LTO: it is not the product),
+  # into the root target/ (target/release/bench), as every script builds it.
+  cargo build --release --locked --manifest-path "$repo/bench/Cargo.toml" --target-dir "$repo/target"
+  BENCH="$repo/target/release/bench"
 fi
 for c in "$before" "$after"; do
   for stage in gateway gateway-pgo gateway-pgo-bolt; do
@@ -82,14 +83,14 @@ cmp -s "$before/gateway/bin/gateway" "$after/gateway/bin/gateway" || {
 } >"$out/compare.md"
 
 for shape in "${shapes[@]}"; do
-  "$TRAINER" bench callgrind --shapes shapes --shape "$shape" "${plain[@]}" "${control[@]}" "${optimized[@]}" \
+  "$BENCH" callgrind --shapes shapes --shape "$shape" "${plain[@]}" "${control[@]}" "${optimized[@]}" \
     --work-dir "$out/callgrind-$shape" --json "$out/callgrind-$shape.json" \
     --markdown "$out/callgrind-$shape.md" >/dev/null
   { echo; echo "## $shape (training shape)"; echo; cat "$out/callgrind-$shape.md"; } >>"$out/compare.md"
 done
 # The gate's own verdict is part of the comparison: a regression on the holdout fails this run.
 status=0
-"$TRAINER" bench holdout --shapes shapes "${plain[@]}" "${optimized[@]}" \
+"$BENCH" holdout --shapes shapes "${plain[@]}" "${optimized[@]}" \
   --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md" >/dev/null ||
   status=$?
 { echo; echo "## holdout"; echo; cat "$out/holdout.md"; } >>"$out/compare.md"

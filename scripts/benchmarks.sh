@@ -7,7 +7,7 @@
 #   ab         anchored interleaved throughput with a control leg (noisy, report only)
 #   rss, load  idle RSS with gateway.example.toml; 32-connection keep-alive load check
 #   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90)
-# and writes BENCHMARKS.md with `trainer bench report`.
+# and writes BENCHMARKS.md with `bench report`.
 #
 # Usage: scripts/benchmarks.sh [RESULTS_DIR]          (default ./out/bench)
 # Environment (optional):
@@ -15,6 +15,7 @@
 #   TARGET_BASE  cargo target dirs for the chain (default RESULTS_DIR/chain-target: a cold build,
 #                so the build-cost table is honest; point it at a warm one to save time)
 #   LLVM_BIN     LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
+#   BENCH        a built bench (bench/; default: built here, release without fat LTO)
 #   AB_ROUNDS AB_WINDOWS AB_WINDOW_S   throughput schedule (default 3 3 2)
 #   BENCHMARKS_MD  where to write (default ./BENCHMARKS.md)
 #   DILUTION=0   skip the dilution check (its extra PGO build is the longest step after the chain)
@@ -32,11 +33,16 @@ cd "$repo"
 log() { printf '\n== %s: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 t0=$(date +%s)
 
-# The measuring tool: release without fat LTO (it is not the product).
-log "building trainer"
+# The workload's trainer (for the chain and the dilution check) and the measuring tool
+# (bench/, its own workspace): release without fat LTO (they are not the product).
+log "building trainer and bench"
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
   cargo build --release --locked -p trainer --bin trainer --target-dir "$repo/target/bench-trainer"
 trainer="$repo/target/bench-trainer/release/trainer"
+if [ -z "${BENCH:-}" ]; then
+  cargo build --release --locked --manifest-path "$repo/bench/Cargo.toml" --target-dir "$repo/target"
+  BENCH="$repo/target/release/bench"
+fi
 
 chain_note="built by this run"
 if [ -n "${CHAIN_OUT:-}" ]; then
@@ -76,7 +82,7 @@ if [ "${DILUTION:-1}" != 0 ]; then
 fi
 
 log "callgrind: chat-nonstream-minimal, plain / pgo / pgo-bolt${single:+ / pgo-single}"
-"$trainer" bench callgrind --shapes "$shapes" --shape chat-nonstream-minimal \
+"$BENCH" callgrind --shapes "$shapes" --shape chat-nonstream-minimal \
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" "${single[@]}" \
   --work-dir "$results/callgrind" --json "$results/callgrind.json"
 
@@ -95,7 +101,7 @@ top() {
 
 log "holdout gate"
 holdout_rc=0
-"$trainer" bench holdout --shapes "$shapes" \
+"$BENCH" holdout --shapes "$shapes" \
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
   --work-dir "$results/holdout" --json "$results/holdout.json" \
   --callgrind-json "$results/holdout-callgrind.json" || holdout_rc=$?
@@ -107,24 +113,24 @@ if [ "$ncpu" -ge 2 ]; then
   pin=(--gateway-cpus 0 --client-cpus "1-$((ncpu - 1))")
 fi
 log "anchored A/B throughput (noisy)"
-"$trainer" bench --shapes "$shapes" --shape chat-nonstream-minimal \
+"$BENCH" --shapes "$shapes" --shape chat-nonstream-minimal \
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
   --rounds "${AB_ROUNDS:-3}" --windows "${AB_WINDOWS:-3}" --window-s "${AB_WINDOW_S:-2}" \
   "${pin[@]}" --work-dir "$results/ab" --json "$results/ab.json"
 log "anchored A/B on the holdout shape (noisy)"
 holdout_shape=$(grep -l '^holdout = true' "$shapes"/*.toml | head -n1 | xargs basename -s .toml)
-"$trainer" bench --shapes "$shapes" --shape "$holdout_shape" \
+"$BENCH" --shapes "$shapes" --shape "$holdout_shape" \
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
   --rounds 2 --windows 2 --window-s 1 --warmup-requests 300 \
   "${pin[@]}" --work-dir "$results/ab-holdout" --json "$results/ab-holdout.json"
 
 log "idle RSS and 32-connection load"
-"$trainer" bench rss --gateway "$plain" --config "$repo/gateway.example.toml" \
+"$BENCH" rss --gateway "$plain" --config "$repo/gateway.example.toml" \
   --work-dir "$results/rss" --json "$results/rss.json"
-"$trainer" bench load --shapes "$shapes" --gateway "$plain" --connections 32 \
+"$BENCH" load --shapes "$shapes" --gateway "$plain" --connections 32 \
   --requests 50000 --work-dir "$results/load" --json "$results/load.json"
 log "soak and faults"
-"$trainer" bench soak --gateway "$plain" --duration-s "${SOAK_SECONDS:-90}" \
+"$BENCH" soak --gateway "$plain" --duration-s "${SOAK_SECONDS:-90}" \
   --work-dir "$results/soak" --json "$results/soak.json"
 
 {
@@ -142,7 +148,7 @@ log "soak and faults"
   echo "command: scripts/benchmarks.sh (total $(($(date +%s) - t0)) s)"
 } >"$results/meta.txt"
 
-"$trainer" bench report --results "$results" --out "$out_md"
+"$BENCH" report --results "$results" --out "$out_md"
 log "wrote $out_md"
 if [ "$holdout_rc" != 0 ]; then
   echo "holdout gate FAILED (see $results/holdout.json)" >&2

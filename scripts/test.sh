@@ -4,10 +4,12 @@
 # valgrind, node/npm, python3 and .venv-sdk (see .ci/run for the install lines).
 #
 # Tiers (each fails the run):
-#   lint        cargo fmt --check, clippy -D warnings (the workspace and examples/textsearch),
-#               the layering of gateway/src (gateway/src/layering.rs)
-#   cargo-test  unit + integration tests of gateway and trainer (real gateway processes
-#               against the mock upstream, fail-closed stage tests, a short real bench run)
+#   lint        cargo fmt --check, clippy -D warnings (the workspace, bench/, tools/layering/
+#               and examples/textsearch), the layering of every crate in
+#               tools/layering/layers.toml (gateway, trainer, bench)
+#   cargo-test  unit + integration tests of gateway, trainer, bench and tools/layering (real
+#               gateway processes against the mock upstream, fail-closed stage tests, a short
+#               real bench run)
 #   sdk         the official openai and anthropic Python SDKs (pinned, tests/sdk/requirements.txt,
 #               in .venv-sdk) against the real gateway and the mock upstream: each SDK on its
 #               own provider and translated onto the other, streaming and not, tool-call round
@@ -51,17 +53,29 @@ tier() {
 
 # examples/textsearch is its own cargo workspace (a packager's crate): linted and tested too.
 example=(--manifest-path examples/textsearch/Cargo.toml)
+# bench/ and tools/layering/ are their own workspaces (outside the chain's cargo source), built
+# into the root target/ so that the dependencies they share with it compile once.
+bench=(--manifest-path bench/Cargo.toml --target-dir "$repo/target")
+layering=(--manifest-path tools/layering/Cargo.toml --target-dir "$repo/target")
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets --locked -- -D warnings
-  # gateway/src is a stack: no module imports one above it, no import cycle.
-  cargo test -q -p gateway --lib --locked layering
+  cargo fmt --manifest-path bench/Cargo.toml -- --check
+  cargo clippy "${bench[@]}" --all-targets --locked -- -D warnings
+  cargo fmt --manifest-path tools/layering/Cargo.toml -- --check
+  cargo clippy "${layering[@]}" --all-targets --locked -- -D warnings
+  # Every crate of tools/layering/layers.toml (gateway, trainer, bench) is a stack.
+  cargo run -q "${layering[@]}" --locked -- tools/layering/layers.toml
   cargo fmt "${example[@]}" -- --check
   cargo clippy "${example[@]}" --all-targets --locked -- -D warnings
 }
 
 cargo_test() {
   cargo test --workspace --locked
+  # After the workspace: bench's tests run the gateway that `cargo test --workspace` built
+  # into target/debug.
+  cargo test "${bench[@]}" --locked
+  cargo test "${layering[@]}" --locked
   cargo test "${example[@]}" --locked
   # Every shapes directory the repository ships, validated as the workload's build validates
   # it: a bad fixture fails here in seconds, not at the end of tier c.

@@ -19,8 +19,6 @@ mod dialect;
 mod entry;
 mod error;
 mod headers;
-#[cfg(test)]
-mod layering;
 mod metrics;
 mod proxy;
 mod ratelimit;

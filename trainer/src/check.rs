@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::shapes::Dialect;
+use crate::dialect::Dialect;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {
@@ -41,7 +41,7 @@ fn shape(msg: impl Into<String>) -> CheckError {
 }
 
 /// Checks a non-streaming response body.
-pub fn check_json(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckError> {
+pub(crate) fn check_json(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckError> {
     let v: Value = serde_json::from_slice(body).map_err(|e| CheckError::Json(e.to_string()))?;
     match dialect {
         Dialect::Chat => {
@@ -77,7 +77,7 @@ pub fn check_json(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckError> {
 }
 
 /// Checks a streaming response body: a complete event sequence for the dialect, with usage.
-pub fn check_sse(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckError> {
+pub(crate) fn check_sse(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckError> {
     let events = parse_sse(body)?;
     match dialect {
         Dialect::Chat => check_chat_stream(&events),
@@ -88,7 +88,7 @@ pub fn check_sse(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckError> {
 
 /// Splits a complete SSE body into events. Comment lines and `id:`/`retry:` are ignored;
 /// multi-line data is joined with `\n` as the SSE spec says.
-pub fn parse_sse(body: &[u8]) -> Result<Vec<Event>, CheckError> {
+pub(crate) fn parse_sse(body: &[u8]) -> Result<Vec<Event>, CheckError> {
     let mut events = Vec::new();
     let mut rest = body;
     let mut index = 0;

@@ -13,11 +13,12 @@ use bytes::Bytes;
 use http::{header, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use crate::check;
-use crate::shapes::{Dialect, Shape};
+use crate::dialect::Dialect;
+use crate::http1;
+use crate::shapes::Shape;
 
 /// Failures kept verbatim in a report; the rest are only counted.
 const KEPT_FAILURES: usize = 5;
@@ -160,7 +161,7 @@ pub async fn drive(shape: &Shape, opts: &DriveOptions) -> Result<DriveReport, Dr
 }
 
 /// The nearest-rank percentile of sorted samples; zero when there are none.
-pub fn percentile(sorted: &[Duration], p: u32) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: u32) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
@@ -201,14 +202,9 @@ async fn connect(t: &Target) -> Result<SendRequest<Full<Bytes>>, String> {
         .await
         .map_err(|e| format!("connect {}: {e}", t.authority))?;
     tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+    http1::handshake(tcp)
         .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(async move {
-        // The connection's end shows up as an error on the next send; nothing to do here.
-        let _ = conn.await;
-    });
-    Ok(sender)
+        .map_err(|e| format!("handshake: {e}"))
 }
 
 fn request(t: &Target) -> Request<Full<Bytes>> {

@@ -1,4 +1,5 @@
-//! `trainer`: the mock upstream, the shape driver, the training workload and the benchmarks.
+//! `trainer`: the mock upstream, the shape driver and the training workload (the benchmarks
+//! are the `bench` binary of `bench/`).
 //!
 //! `trainer workload --shapes DIR GATEWAY_BIN` is the chain's workload: it exercises the
 //! binary once per training shape and exits 0 only when every run was clean. It never sets a
@@ -45,8 +46,6 @@ enum Command {
     /// cause (SIGTERM or SIGINT too: the running gateway is killed first); exit 2 on a usage
     /// error.
     Workload(WorkloadArgs),
-    /// Benchmarks and gates: A/B throughput, callgrind counts, holdout gate, RSS, load.
-    Bench(trainer::bench::cli::BenchArgs),
 }
 
 #[derive(Args)]
@@ -106,7 +105,6 @@ fn main() -> ExitCode {
         Command::Shapes(args) => run_shapes(args),
         Command::Drive(args) => run_drive(args),
         Command::Workload(args) => run_workload(args),
-        Command::Bench(args) => trainer::bench::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

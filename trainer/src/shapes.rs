@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::dialect::{Dialect, Provider};
+
 /// The largest concurrency a shape may ask for: one keep-alive connection per unit.
-pub const MAX_CONCURRENCY: u32 = 256;
+pub(crate) const MAX_CONCURRENCY: u32 = 256;
 /// The largest request count a shape may ask for; training must stay short.
-pub const MAX_REQUESTS: u64 = 1_000_000;
+pub(crate) const MAX_REQUESTS: u64 = 1_000_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShapeError {
@@ -44,96 +46,6 @@ pub enum ShapeError {
         name: String,
         have: String,
     },
-}
-
-/// The client dialect a shape speaks; each has one route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dialect {
-    /// OpenAI Chat Completions.
-    Chat,
-    /// Anthropic Messages.
-    Messages,
-    /// OpenAI Responses.
-    Responses,
-}
-
-impl Dialect {
-    pub fn route(self) -> &'static str {
-        match self {
-            Dialect::Chat => "/v1/chat/completions",
-            Dialect::Messages => "/v1/messages",
-            Dialect::Responses => "/v1/responses",
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dialect::Chat => "chat",
-            Dialect::Messages => "messages",
-            Dialect::Responses => "responses",
-        }
-    }
-
-    /// Whether a client of this dialect speaks Anthropic's protocol (`x-api-key`,
-    /// `anthropic-version`).
-    pub fn is_anthropic(self) -> bool {
-        self == Dialect::Messages
-    }
-
-    /// The provider that speaks this dialect natively (passthrough, no translation).
-    pub fn native_provider(self) -> Provider {
-        match self {
-            Dialect::Chat | Dialect::Responses => Provider::OpenAi,
-            Dialect::Messages => Provider::Anthropic,
-        }
-    }
-}
-
-impl fmt::Display for Dialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-/// The provider of the upstream a shape's model is routed to (the gateway config's
-/// `provider`). A dialect the provider does not speak is translated by the gateway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Provider {
-    /// OpenAI: chat completions and responses.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Anthropic: messages.
-    Anthropic,
-    /// An OpenAI-compatible server: chat completions only.
-    #[serde(rename = "openai-compatible")]
-    OpenAiCompatible,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::OpenAiCompatible => "openai-compatible",
-        }
-    }
-
-    /// Whether this provider serves `dialect` as is (the gateway's passthrough path).
-    pub fn speaks(self, dialect: Dialect) -> bool {
-        match self {
-            Provider::OpenAi => dialect != Dialect::Messages,
-            Provider::Anthropic => dialect == Dialect::Messages,
-            Provider::OpenAiCompatible => dialect == Dialect::Chat,
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
 }
 
 /// The gateway configuration a shape trains under.
@@ -189,7 +101,7 @@ pub struct Shape {
     pub dialect: Dialect,
     pub stream: bool,
     /// The body file as written in the shape (relative to the shapes directory).
-    pub body_file: PathBuf,
+    pub(crate) body_file: PathBuf,
     pub body: Vec<u8>,
     /// The client-facing model the body asks for; the training config routes it.
     pub model: String,
@@ -205,7 +117,7 @@ pub struct Shape {
 
 /// Loads and validates one shape file; `dir` is the shapes directory its body path is
 /// relative to.
-pub fn load_file(file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
+pub(crate) fn load_file(file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
     let text = std::fs::read_to_string(file).map_err(|source| ShapeError::Read {
         file: file.to_owned(),
         source,

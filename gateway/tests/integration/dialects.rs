@@ -222,11 +222,7 @@ async fn model_rewrite_touches_only_the_model_value() {
 async fn keep_alive_connection_serves_many_requests() {
     let (_mock, gw) = setup(MockConfig::default()).await;
     let stream = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let mut sender = trainer::http1::handshake(stream).await.unwrap();
     for i in 0..6 {
         let path = ROUTES[i % 3];
         let req = http::Request::post(path)

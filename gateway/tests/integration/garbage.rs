@@ -275,11 +275,7 @@ async fn expect_continue_http10_and_reuse_after_an_error() {
 
     // A keep-alive connection after a 401 and a 404 still serves (both bodies were small).
     let stream = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let mut sender = trainer::http1::handshake(stream).await.unwrap();
     for (key, model, status) in [
         ("nope", "gpt", 401u16),
         ("gw-key", "nope", 404),

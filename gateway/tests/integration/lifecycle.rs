@@ -69,11 +69,7 @@ async fn sigterm_and_sigint_when_idle_exit_0() {
         let mut gw = TestGateway::start(&two_models(&mock.base_url())).await;
         // A finished keep-alive connection stays open; it must not hold up the exit.
         let stream = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .unwrap();
-        tokio::spawn(conn);
+        let mut sender = trainer::http1::handshake(stream).await.unwrap();
         let req = http::Request::post(CHAT)
             .header("host", "gw")
             .body(http_body_util::Full::new(bytes::Bytes::from(body(

@@ -14,7 +14,6 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
 pub use trainer::mock::{expected_text, expected_usage, MockConfig, MockUpstream};
@@ -494,12 +493,9 @@ pub async fn open(addr: SocketAddr, req: Req) -> Result<http::Response<Incoming>
         .await
         .map_err(|e| format!("connect: {e}"))?;
     let _ = stream.set_nodelay(true);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let mut sender = trainer::http1::handshake(stream)
         .await
         .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
     sender
         .send_request(req.build())
         .await

@@ -187,10 +187,9 @@ async fn forward(upstream: &str, req: Request<Incoming>) -> Result<Response<Full
     let tcp = tokio::net::TcpStream::connect(&authority)
         .await
         .map_err(|e| e.to_string())?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+    let mut sender = trainer::http1::handshake(tcp)
         .await
         .map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
     let mut up = Request::builder()
         .method(parts.method)
         .uri(parts.uri.path())

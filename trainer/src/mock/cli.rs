@@ -13,13 +13,13 @@ pub struct MockArgs {
     pub listen: SocketAddr,
     /// Delay before the response head (time to first token), in milliseconds.
     #[arg(long, default_value_t = 0)]
-    pub ttft_ms: u64,
+    pub(crate) ttft_ms: u64,
     /// Text deltas per streamed response (words in a non-streamed text).
     #[arg(long, default_value_t = 4)]
     pub chunks: usize,
     /// Delay between streamed events, in milliseconds.
     #[arg(long, default_value_t = 0)]
-    pub chunk_delay_ms: u64,
+    pub(crate) chunk_delay_ms: u64,
     /// Runtime worker threads; 1 runs a single-threaded runtime. Default: one per CPU.
     #[arg(long)]
     pub workers: Option<usize>,

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::dialect::Dialect;
+use crate::dialect::Dialect;
 
 /// The prefix of the text answer to tool results; the results follow, joined by `"; "`.
 pub const TOOL_RESULT_PREFIX: &str = "Tool said: ";

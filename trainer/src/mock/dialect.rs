@@ -1,45 +1,18 @@
-//! The three routes: which dialect a path speaks, its response headers, its error envelope.
+//! The mock's side of each dialect: its response headers (request id, rate limits) and its
+//! error envelope. Which dialect a path speaks is `crate::dialect`.
 
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::render::json_str;
+use super::json::json_str;
+use crate::dialect::Dialect;
 
-/// The wire dialect of one route.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// OpenAI `POST /v1/chat/completions`.
-    Chat,
-    /// Anthropic `POST /v1/messages`.
-    Messages,
-    /// OpenAI `POST /v1/responses`.
-    Responses,
-}
-
+// Inherent methods on the crate's one `Dialect` (crate::dialect): what only the mock's
+// side of a route needs, kept beside the mock.
 impl Dialect {
-    pub const ALL: [Dialect; 3] = [Dialect::Chat, Dialect::Messages, Dialect::Responses];
-
-    /// The dialect served on `path`, if any.
-    pub fn from_path(path: &str) -> Option<Dialect> {
-        match path {
-            "/v1/chat/completions" => Some(Dialect::Chat),
-            "/v1/messages" => Some(Dialect::Messages),
-            "/v1/responses" => Some(Dialect::Responses),
-            _ => None,
-        }
-    }
-
-    pub fn path(self) -> &'static str {
-        match self {
-            Dialect::Chat => "/v1/chat/completions",
-            Dialect::Messages => "/v1/messages",
-            Dialect::Responses => "/v1/responses",
-        }
-    }
-
     /// The header carrying the upstream request id: `request-id` for Anthropic,
     /// `x-request-id` for OpenAI.
-    pub fn request_id_header(self) -> HeaderName {
+    pub(crate) fn request_id_header(self) -> HeaderName {
         match self {
             Dialect::Messages => HeaderName::from_static("request-id"),
             Dialect::Chat | Dialect::Responses => HeaderName::from_static("x-request-id"),
@@ -84,7 +57,7 @@ impl Dialect {
     }
 
     /// An error body in this dialect's envelope.
-    pub fn error_body(self, status: u16, message: &str) -> Bytes {
+    pub(crate) fn error_body(self, status: u16, message: &str) -> Bytes {
         let message = json_str(message);
         let body = match self {
             Dialect::Messages => format!(

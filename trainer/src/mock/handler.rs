@@ -12,11 +12,12 @@ use hyper::body::Incoming;
 use super::body::MockBody;
 use super::cache::{self, AnswerCache, Rendered};
 use super::conversation::{self, Turn, TOOL_RESULT_PREFIX};
-use super::dialect::Dialect;
+use super::json::json_str;
 use super::probe::probe;
-use super::render::{self, json_str, Shape};
+use super::render::{self, Shape};
 use super::tool_call::{self, ToolCall};
 use super::{MockConfig, RecordedRequest, ERROR_MODEL_PREFIX};
+use crate::dialect::Dialect;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");

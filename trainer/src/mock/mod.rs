@@ -31,6 +31,7 @@ pub mod cli;
 mod conversation;
 mod dialect;
 mod handler;
+mod json;
 mod probe;
 mod render;
 mod server;
@@ -42,11 +43,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use conversation::TOOL_RESULT_PREFIX;
-pub use dialect::Dialect;
 pub use text::{expected_text, expected_usage, INPUT_TOKENS};
 
 /// The model-name prefix that asks for an error: `mock-error-<status>`.
-pub const ERROR_MODEL_PREFIX: &str = "mock-error-";
+pub(crate) const ERROR_MODEL_PREFIX: &str = "mock-error-";
 
 /// How the mock answers; one value per server.
 #[derive(Clone, Debug)]

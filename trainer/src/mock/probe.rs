@@ -14,7 +14,7 @@ pub(crate) struct Probe<'a> {
     pub stream: bool,
     pub include_usage: bool,
     /// A non-empty `tools` list.
-    pub has_tools: bool,
+    pub(crate) has_tools: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

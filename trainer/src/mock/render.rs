@@ -5,18 +5,14 @@
 
 use bytes::Bytes;
 
-use super::dialect::Dialect;
+use super::json::json_str;
+use crate::dialect::Dialect;
 
 pub(super) const CREATED: u64 = 1_767_225_600;
 pub(super) const CHAT_ID: &str = "chatcmpl-mock0001";
 pub(super) const MESSAGE_ID: &str = "msg_mock0001";
 const RESPONSE_ID: &str = "resp_mock0001";
 const RESPONSE_ITEM_ID: &str = "msg_mock0001";
-
-/// `s` as a JSON string literal, quotes included.
-pub(crate) fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("a str always serializes")
-}
 
 /// What one request is answered with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,7 +29,7 @@ pub(crate) struct Shape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Tokens {
     pub input: u64,
-    pub cached: u64,
+    pub(crate) cached: u64,
     pub output: u64,
 }
 

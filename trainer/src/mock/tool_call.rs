@@ -5,11 +5,12 @@
 
 use bytes::Bytes;
 
-use super::dialect::Dialect;
+use super::json::json_str;
 use super::render::{
-    anthropic_usage, chat_usage, event_frame, json_str, message_end, message_start,
-    response_object, responses_usage, ChatChunks, Shape, Tokens, CHAT_ID, CREATED, MESSAGE_ID,
+    anthropic_usage, chat_usage, event_frame, message_end, message_start, response_object,
+    responses_usage, ChatChunks, Shape, Tokens, CHAT_ID, CREATED, MESSAGE_ID,
 };
+use crate::dialect::Dialect;
 
 const CALL_ID: &str = "call_mock0001";
 const TOOL_USE_ID: &str = "toolu_mock0001";

@@ -5,8 +5,8 @@ use toml::{Table, Value};
 use crate::shapes::{Posture, Shape};
 
 /// Far above anything a training run sends: the quota accounting runs, nothing is rejected.
-pub const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
-pub const GENEROUS_TOKENS_PER_MINUTE: i64 = 1_000_000_000_000;
+pub(crate) const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
+pub(crate) const GENEROUS_TOKENS_PER_MINUTE: i64 = 1_000_000_000_000;
 
 /// The config for `shape`: the body's model routed to the mock at `upstream` with the
 /// shape's provider (another dialect's provider makes the gateway translate), listening on

@@ -14,14 +14,14 @@
 //! `nix/stages/workload.sh`), not here.
 
 pub mod gateway_config;
-pub mod process;
+mod process;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::drive::{self, DriveOptions, DriveReport};
 use crate::shapes::{self, Shape, ShapeError};
-pub use process::{GatewayProcess, TRAINING_KEY};
+pub use process::{TrainingGateway, TRAINING_KEY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
@@ -50,7 +50,7 @@ pub enum WorkloadError {
 pub struct WorkloadOptions {
     /// The gateway binary to exercise (instrumented or not; the workload does not care).
     pub gateway_bin: PathBuf,
-    pub shapes_dir: PathBuf,
+    pub(crate) shapes_dir: PathBuf,
     /// Longest wait for `/healthz` to answer 200 after the gateway starts.
     pub ready_timeout: Duration,
     /// Longest wait for the gateway to exit after SIGTERM before it is killed (a failure).
@@ -158,7 +158,7 @@ async fn run_shape(
     shape: &Shape,
     dir: &Path,
 ) -> Result<DriveReport, String> {
-    let gateway = GatewayProcess::start(gateway_bin, shape, dir, opts.ready_timeout).await?;
+    let gateway = TrainingGateway::start(gateway_bin, shape, dir, opts.ready_timeout).await?;
     let mut drive_opts = DriveOptions::new(gateway.base_url(), Some(TRAINING_KEY.into()));
     drive_opts.request_timeout = opts.request_timeout;
     let report = match drive::drive(shape, &drive_opts).await {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::{Gateway, Launch, LaunchError};
+use trainer::launch::{GatewayProcess, Launch, LaunchError};
 
 #[derive(Debug, Clone)]
 pub struct RssOptions {
@@ -22,10 +22,10 @@ pub struct RssOptions {
 pub struct RssReport {
     pub binary: String,
     pub config: String,
-    pub settle_ms: u64,
+    pub(crate) settle_ms: u64,
     pub vm_rss_kib: u64,
     pub vm_hwm_kib: u64,
-    pub threads: Option<u64>,
+    pub(crate) threads: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,13 +57,14 @@ pub async fn run(opts: &RssOptions) -> Result<RssReport, RssError> {
         stderr: opts.work_dir.join("rss-gateway.stderr"),
         ready_timeout: Duration::from_secs(60),
         healthz: true,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     tokio::time::sleep(opts.settle).await;
     let mem = gw.memory_kib();
     let threads = std::fs::read_to_string(format!("/proc/{}/status", gw.pid()))
         .ok()
-        .and_then(|t| super::launch::status_kib(&t, "Threads"));
+        .and_then(|t| trainer::launch::status_kib(&t, "Threads"));
     let pid = gw.pid();
     gw.stop(Duration::from_secs(30)).await?;
     let (rss, hwm) = mem.ok_or(RssError::Status(pid))?;

@@ -2,17 +2,15 @@
 //! full request count: one gateway lifetime per shape (as in training), every response
 //! checked, and a clean exit 0 on SIGTERM.
 //!
-//! Needs a built gateway binary: `$GATEWAY_BIN`, or `gateway` next to this test's own target
-//! directory (`cargo test --workspace` builds it; with `-p trainer` alone run
-//! `cargo build -p gateway` first).
+//! Needs a built gateway binary (see `support::gateway_bin`).
 
-mod common;
-use common::gateway_bin;
 use std::time::Duration;
 
 use trainer::drive::{drive, DriveOptions};
 use trainer::shapes;
-use trainer::workload::{GatewayProcess, TRAINING_KEY};
+use trainer::workload::{TrainingGateway, TRAINING_KEY};
+
+use crate::support::gateway_bin;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shape_drives_clean_through_the_gateway() {
@@ -21,7 +19,7 @@ async fn every_shape_drives_clean_through_the_gateway() {
     let all = shapes::load_dir(&shapes::repo_dir()).unwrap();
     assert!(all.iter().any(|s| s.holdout));
     for shape in &all {
-        let gw = GatewayProcess::start(
+        let gw = TrainingGateway::start(
             &bin,
             shape,
             &work.join(&shape.name),
@@ -56,7 +54,7 @@ async fn wrong_key_fails_the_drive() {
     let mut shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
     shape.requests = 10;
     shape.concurrency = 2;
-    let gw = GatewayProcess::start(&bin, &shape, &work, Duration::from_secs(30))
+    let gw = TrainingGateway::start(&bin, &shape, &work, Duration::from_secs(30))
         .await
         .unwrap();
     let report = drive(

@@ -4,7 +4,7 @@
 //! above all) passed through untouched.
 //!
 //! A stand-in gateway (`trainer-fake-gateway`) forwards to the in-process mock and misbehaves
-//! on demand; `gateway_drive.rs` runs the workload against the real gateway.
+//! on demand; `gateway_drive` runs the workload against the real gateway.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

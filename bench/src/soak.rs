@@ -22,18 +22,19 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::launch::{status_kib, Gateway, Launch, LaunchError, BENCH_KEY};
-use crate::mock::{MockConfig, MockUpstream};
+use crate::config::BENCH_KEY;
+use crate::error::{io, BenchError};
+use trainer::launch::{status_kib, GatewayProcess, Launch};
+use trainer::mock::{MockConfig, MockUpstream};
 
 /// Descriptors the gateway may hold above its baseline afterwards (pooled upstream
 /// connections come and go with load).
-pub const FD_SLACK: u64 = 8;
+pub(crate) const FD_SLACK: u64 = 8;
 /// Resident memory the gateway may hold above its baseline afterwards (allocator caches).
-pub const RSS_SLACK_KIB: u64 = 24 * 1024;
+pub(crate) const RSS_SLACK_KIB: u64 = 24 * 1024;
 
 /// The gateway's limits in this run: short, so each fault is cut many times per run.
 const BODY_READ_TIMEOUT_MS: u64 = 2000;
@@ -45,41 +46,41 @@ const SLOW_FIRST_BYTE: Duration = Duration::from_millis(1500);
 pub struct SoakOptions {
     pub gateway: PathBuf,
     /// Length of the mixed phase.
-    pub duration: Duration,
-    pub normal_clients: usize,
+    pub(crate) duration: Duration,
+    pub(crate) normal_clients: usize,
     pub work_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SoakReport {
     pub binary: String,
-    pub duration_s: f64,
-    pub normal_requests: u64,
-    pub normal_failed: u64,
+    pub(crate) duration_s: f64,
+    pub(crate) normal_requests: u64,
+    pub(crate) normal_failed: u64,
     pub failures: Vec<String>,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub stalled_uploads: u64,
-    pub stalled_uploads_408: u64,
-    pub stalled_readers: u64,
-    pub stalled_readers_cut: u64,
-    pub upstream_resets: u64,
-    pub rss_baseline_kib: u64,
-    pub rss_peak_kib: u64,
-    pub rss_after_kib: u64,
-    pub fds_baseline: u64,
-    pub fds_peak: u64,
-    pub fds_after: u64,
-    pub in_flight_at_sigterm: u64,
-    pub in_flight_ok: u64,
-    pub shutdown_ms: f64,
-    pub exit_ok: bool,
-    pub grace_ms: u64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) stalled_uploads: u64,
+    pub(crate) stalled_uploads_408: u64,
+    pub(crate) stalled_readers: u64,
+    pub(crate) stalled_readers_cut: u64,
+    pub(crate) upstream_resets: u64,
+    pub(crate) rss_baseline_kib: u64,
+    pub(crate) rss_peak_kib: u64,
+    pub(crate) rss_after_kib: u64,
+    pub(crate) fds_baseline: u64,
+    pub(crate) fds_peak: u64,
+    pub(crate) fds_after: u64,
+    pub(crate) in_flight_at_sigterm: u64,
+    pub(crate) in_flight_ok: u64,
+    pub(crate) shutdown_ms: f64,
+    pub(crate) exit_ok: bool,
+    pub(crate) grace_ms: u64,
 }
 
 impl SoakReport {
     /// Every reason the run fails; empty: it passes.
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut p = Vec::new();
         if self.normal_failed > 0 {
             p.push(format!("{} normal request(s) failed", self.normal_failed));
@@ -120,19 +121,6 @@ impl SoakReport {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SoakError {
-    #[error(transparent)]
-    Launch(#[from] LaunchError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("{0}")]
-    Setup(String),
-}
-
 /// Counters shared by the client tasks.
 #[derive(Default)]
 struct Tally {
@@ -157,8 +145,7 @@ impl Tally {
     }
 }
 
-pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
-    let io = |what: String| move |source| SoakError::Io { what, source };
+pub async fn run(opts: &SoakOptions) -> Result<SoakReport, BenchError> {
     std::fs::create_dir_all(&opts.work_dir)
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
     let mock = start_mock(MockConfig {
@@ -179,7 +166,7 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
     .await?;
     let reset = ResetUpstream::start()
         .await
-        .map_err(io("starting the resetting upstream".into()))?;
+        .map_err(io("starting the resetting upstream"))?;
 
     let config = opts.work_dir.join("soak-gateway.toml");
     std::fs::write(
@@ -202,13 +189,14 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
         stderr: opts.work_dir.join("soak-gateway.stderr"),
         ready_timeout: Duration::from_secs(60),
         healthz: true,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     let addr: SocketAddr = gw
         .base_url()
         .trim_start_matches("http://")
         .parse()
-        .map_err(|e| SoakError::Setup(format!("gateway address: {e}")))?;
+        .map_err(|e| BenchError::Failed(format!("gateway address: {e}")))?;
     let pid = gw.pid();
 
     // Warm up with normal traffic only, then take the baseline.
@@ -218,7 +206,7 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
     let (rss_baseline, fds_baseline) = sample(pid);
     let warm_failed = tally.normal_failed.swap(0, Ordering::Relaxed);
     if warm_failed > 0 {
-        return Err(SoakError::Setup(format!(
+        return Err(BenchError::Failed(format!(
             "{warm_failed} warm-up request(s) failed: {:?}",
             tally.failures.lock().unwrap_or_else(|p| p.into_inner())
         )));
@@ -367,10 +355,10 @@ pub async fn run(opts: &SoakOptions) -> Result<SoakReport, SoakError> {
     })
 }
 
-async fn start_mock(config: MockConfig) -> Result<MockUpstream, SoakError> {
+async fn start_mock(config: MockConfig) -> Result<MockUpstream, BenchError> {
     MockUpstream::start(config)
         .await
-        .map_err(|source| SoakError::Io {
+        .map_err(|source| BenchError::Io {
             what: "starting a mock upstream".into(),
             source,
         })
@@ -418,12 +406,9 @@ async fn request(addr: SocketAddr, path: &str, body: String) -> Result<(u16, Byt
             .await
             .map_err(|e| format!("connect: {e}"))?;
         let _ = stream.set_nodelay(true);
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let mut sender = trainer::http1::handshake(stream)
             .await
             .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
         let req = http::Request::post(path)
             .header("host", "soak")
             .header("content-type", "application/json")
@@ -655,7 +640,7 @@ impl ResetUpstream {
 }
 
 /// The report's markdown table.
-pub fn markdown(r: &SoakReport) -> String {
+pub(crate) fn markdown(r: &SoakReport) -> String {
     let problems = r.problems();
     let verdict = if problems.is_empty() {
         "pass".to_owned()

@@ -5,27 +5,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::callgrind::CallgrindReport;
+use crate::callgrind::CallgrindReport;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct GateLine {
+pub(crate) struct GateLine {
     pub variant: String,
-    pub ir_per_request: f64,
+    pub(crate) ir_per_request: f64,
     pub ratio: f64,
     pub pass: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct GateResult {
+pub(crate) struct GateResult {
     pub shape: String,
-    pub baseline: String,
-    pub max_ratio: f64,
-    pub lines: Vec<GateLine>,
+    pub(crate) baseline: String,
+    pub(crate) max_ratio: f64,
+    pub(crate) lines: Vec<GateLine>,
     pub pass: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum GateError {
+pub(crate) enum GateError {
     #[error("holdout gate: variant {0} has no instruction count")]
     Missing(String),
     #[error("holdout gate: nothing to compare (need a baseline and at least one variant)")]
@@ -33,7 +33,7 @@ pub enum GateError {
 }
 
 /// Applies the gate to a callgrind report whose first variant is the baseline.
-pub fn gate(report: &CallgrindReport, max_ratio: f64) -> Result<GateResult, GateError> {
+pub(crate) fn gate(report: &CallgrindReport, max_ratio: f64) -> Result<GateResult, GateError> {
     let Some((base, rest)) = report.variants.split_first() else {
         return Err(GateError::Nothing);
     };
@@ -71,7 +71,7 @@ pub fn gate(report: &CallgrindReport, max_ratio: f64) -> Result<GateResult, Gate
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::callgrind::VariantCounts;
+    use crate::callgrind::VariantCounts;
     use std::collections::BTreeMap;
 
     fn report(irs: &[(&str, f64)]) -> CallgrindReport {

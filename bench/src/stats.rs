@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// The median of `xs` (mean of the two middle values for an even count); `None` when empty.
 /// NaNs are not expected (rates come from counts over positive durations) and sort last.
-pub fn median(xs: &[f64]) -> Option<f64> {
+pub(crate) fn median(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() {
         return None;
     }
@@ -26,34 +26,34 @@ pub fn median(xs: &[f64]) -> Option<f64> {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Window {
     pub requests: u64,
-    pub failed: u64,
-    pub elapsed_s: f64,
+    pub(crate) failed: u64,
+    pub(crate) elapsed_s: f64,
     /// Gateway CPU time (user + system, all threads) spent during the window.
-    pub cpu_s: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
+    pub(crate) cpu_s: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
 }
 
 impl Window {
     /// A window counts only if every request succeeded: a failed request is fast (an error
     /// page), so a window with failures would flatter the variant that fails.
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.failed == 0 && self.requests > 0 && self.elapsed_s > 0.0
     }
 
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         self.requests as f64 / self.elapsed_s.max(1e-9)
     }
 
     /// Gateway CPU microseconds per request.
-    pub fn cpu_us_per_request(&self) -> f64 {
+    pub(crate) fn cpu_us_per_request(&self) -> f64 {
         self.cpu_s * 1e6 / (self.requests.max(1) as f64)
     }
 }
 
 /// What to do after a window attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// The window is valid: keep it and go on.
     Keep,
     /// Invalid: it is recorded, and the window is run again.
@@ -64,7 +64,7 @@ pub enum Step {
 
 /// The bounded retry rule for one window slot. `attempt` counts from 0; at most
 /// `max_retries` extra attempts follow the first.
-pub fn next_step(attempt: u32, valid: bool, max_retries: u32) -> Step {
+pub(crate) fn next_step(attempt: u32, valid: bool, max_retries: u32) -> Step {
     if valid {
         Step::Keep
     } else if attempt < max_retries {
@@ -76,17 +76,17 @@ pub fn next_step(attempt: u32, valid: bool, max_retries: u32) -> Step {
 
 /// One gateway run in the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// Index into the variant list; 0 is the baseline.
     pub variant: usize,
     /// `None` for the front and back anchors.
     pub round: Option<u32>,
-    pub kind: SlotKind,
+    pub(crate) kind: SlotKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum SlotKind {
+pub(crate) enum SlotKind {
     Front,
     Round,
     Back,
@@ -96,7 +96,7 @@ pub enum SlotKind {
 /// `rounds` rounds in which every variant runs once, the order rotated by one each round so
 /// no variant always runs right after another (warm caches, thermal state, a neighbour's
 /// burst), then the baseline last. Front and back anchors give the drift over the session.
-pub fn schedule(variants: usize, rounds: u32) -> Vec<Slot> {
+pub(crate) fn schedule(variants: usize, rounds: u32) -> Vec<Slot> {
     let mut out = Vec::new();
     if variants == 0 {
         return out;
@@ -133,13 +133,13 @@ pub fn ratio(a: f64, b: f64) -> Option<f64> {
 /// ratio outside this range is a difference this session could tell from noise.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Band {
-    pub lo: f64,
-    pub hi: f64,
+    pub(crate) lo: f64,
+    pub(crate) hi: f64,
 }
 
 impl Band {
     /// `None` when the control has no ratio at all (no valid window in any round).
-    pub fn from_control(ratios: &[f64]) -> Option<Band> {
+    pub(crate) fn from_control(ratios: &[f64]) -> Option<Band> {
         let finite: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite()).collect();
         if finite.is_empty() {
             return None;
@@ -149,7 +149,7 @@ impl Band {
         Some(Band { lo, hi })
     }
 
-    pub fn classify(&self, ratio: f64) -> Verdict {
+    pub(crate) fn classify(&self, ratio: f64) -> Verdict {
         if ratio > self.hi {
             Verdict::Above
         } else if ratio < self.lo {
@@ -157,11 +157,6 @@ impl Band {
         } else {
             Verdict::WithinNoise
         }
-    }
-
-    /// Half the band's width, as a fraction (0.05 = +-5%).
-    pub fn half_width(&self) -> f64 {
-        (self.hi - self.lo) / 2.0
     }
 }
 
@@ -181,7 +176,7 @@ pub fn drift(front: Option<f64>, back: Option<f64>) -> Option<f64> {
 
 /// The smallest mock-to-gateway rate ratio that lets the bench claim it measured the gateway:
 /// below it, the client and mock (same machine, same client code) may be what limits.
-pub const MIN_FLOOR_HEADROOM: f64 = 2.0;
+pub(crate) const MIN_FLOOR_HEADROOM: f64 = 2.0;
 
 /// The mock's rate driven directly over the best gateway rate; `None` without both.
 pub fn headroom(mock_rate: Option<f64>, best_gateway_rate: Option<f64>) -> Option<f64> {
@@ -194,13 +189,13 @@ pub struct Summary {
     pub valid_windows: usize,
     pub invalid_windows: usize,
     pub median_rps: Option<f64>,
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub cpu_us_per_request: Option<f64>,
+    pub(crate) p50_ms: Option<f64>,
+    pub(crate) p99_ms: Option<f64>,
+    pub(crate) cpu_us_per_request: Option<f64>,
 }
 
 /// Medians over the valid windows; invalid ones are only counted.
-pub fn summarize(windows: &[Window]) -> Summary {
+pub(crate) fn summarize(windows: &[Window]) -> Summary {
     let valid: Vec<&Window> = windows.iter().filter(|w| w.is_valid()).collect();
     let med = |f: fn(&Window) -> f64| median(&valid.iter().map(|w| f(w)).collect::<Vec<_>>());
     Summary {
@@ -322,7 +317,7 @@ mod tests {
     fn control_band_includes_one_and_classifies() {
         let b = Band::from_control(&[0.97, 1.02, 0.99]).unwrap();
         assert_eq!((b.lo, b.hi), (0.97, 1.02));
-        assert!((b.half_width() - 0.025).abs() < 1e-12);
+        assert!(((b.hi - b.lo) / 2.0 - 0.025).abs() < 1e-12);
         assert_eq!(b.classify(1.10), Verdict::Above);
         assert_eq!(b.classify(1.01), Verdict::WithinNoise);
         assert_eq!(b.classify(0.90), Verdict::Below);

@@ -1,5 +1,5 @@
-//! `trainer bench`: the anchored A/B bench by default, and its sibling subcommands
-//! (`callgrind`, `holdout`, `rss`, `load`, `report`).
+//! The `bench` command line: the anchored A/B bench by default, and its sibling subcommands
+//! (`callgrind`, `holdout`, `rss`, `load`, `soak`, `translated`, `report`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -7,24 +7,24 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::ab::{self, AbOptions};
-use super::callgrind::{self, CallgrindOptions};
-use super::holdout;
-use super::launch::{self, parse_cpus};
-use super::load::{self, LoadOptions};
-use super::report;
-use super::rss::{self, RssOptions};
-use super::soak::{self, SoakOptions};
-use super::translated;
-use super::{check_variants, Variant};
-use crate::shapes;
+use crate::ab::{self, AbOptions};
+use crate::callgrind::{self, CallgrindOptions};
+use crate::holdout;
+use crate::load::{self, LoadOptions};
+use crate::report;
+use crate::rss::{self, RssOptions};
+use crate::soak::{self, SoakOptions};
+use crate::translated;
+use crate::variant::{check_variants, Variant};
+use trainer::launch::{self, parse_cpus};
+use trainer::shapes;
 
 type Error = Box<dyn std::error::Error>;
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
-    // Boxed: the arguments are large and `trainer`'s command enum holds them inline.
+    // Boxed: the arguments are large (clippy's large_enum_variant).
     #[command(subcommand)]
     command: Option<Box<BenchCommand>>,
     #[command(flatten)]
@@ -264,7 +264,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::Report(a)) => {
             let doc = report::document(&a.results)?;
             std::fs::write(&a.out, doc)?;
-            eprintln!("trainer bench report: wrote {}", a.out.display());
+            eprintln!("bench report: wrote {}", a.out.display());
             Ok(())
         }
     }

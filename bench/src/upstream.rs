@@ -7,9 +7,9 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
-use crate::mock::{MockConfig, MockUpstream};
+use trainer::mock::{MockConfig, MockUpstream};
 
-pub struct MockThread {
+pub(crate) struct MockThread {
     base_url: String,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -18,14 +18,14 @@ pub struct MockThread {
 impl MockThread {
     /// Starts the default mock on a current-thread runtime in a new thread, pinned to `cpus`
     /// when not empty.
-    pub fn start(cpus: Vec<usize>) -> std::io::Result<MockThread> {
+    pub(crate) fn start(cpus: Vec<usize>) -> std::io::Result<MockThread> {
         let (ready_tx, ready_rx) = mpsc::channel::<std::io::Result<String>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("bench-mock".into())
             .spawn(move || {
                 if !cpus.is_empty() {
-                    if let Err(e) = super::launch::pin_current(&cpus) {
+                    if let Err(e) = trainer::launch::pin_current(&cpus) {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
@@ -63,7 +63,7 @@ impl MockThread {
         })
     }
 
-    pub fn base_url(&self) -> &str {
+    pub(crate) fn base_url(&self) -> &str {
         &self.base_url
     }
 }

@@ -1,4 +1,4 @@
-//! Helpers shared by the trainer's integration tests that need a built gateway.
+//! Helpers shared by the trainer's integration tests: the built gateway under test.
 
 use std::path::PathBuf;
 

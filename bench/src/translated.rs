@@ -8,12 +8,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::callgrind::CallgrindReport;
-use super::report::{thousands, CALLGRIND};
+use crate::callgrind::CallgrindReport;
+use crate::results::{thousands, CALLGRIND};
 
 /// (passthrough shape, translated shape): the same client body, the model on the dialect's
 /// own provider, then on the other one.
-pub const PAIRS: [(&str, &str); 2] = [
+pub(crate) const PAIRS: [(&str, &str); 2] = [
     (
         "chat-nonstream-minimal",
         "chat-nonstream-minimal-via-anthropic",
@@ -48,7 +48,7 @@ pub fn load(dir: &Path, shape: &str) -> Result<Option<CallgrindReport>, String> 
 }
 
 /// The pairs of [`PAIRS`] with both sides measured in `dir`.
-pub fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindReport)>, String> {
+pub(crate) fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindReport)>, String> {
     let mut pairs = Vec::new();
     for (passthrough, translated) in PAIRS {
         if let (Some(p), Some(t)) = (load(dir, passthrough)?, load(dir, translated)?) {
@@ -59,7 +59,7 @@ pub fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindReport)>, S
 }
 
 /// One row per pair and variant (variants present on both sides).
-pub fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
+pub(crate) fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
     let mut s = String::from(
         "Instructions per request (callgrind, marginal as above, one worker), each translated \
          shape beside its passthrough twin (same client body, the model on the dialect's own \
@@ -91,7 +91,7 @@ pub fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::callgrind::VariantCounts;
+    use crate::callgrind::VariantCounts;
     use std::collections::BTreeMap;
 
     fn report(shape: &str, irs: &[(&str, f64)]) -> CallgrindReport {
@@ -120,10 +120,10 @@ mod tests {
 
     #[test]
     fn pairs_name_real_shapes_that_differ_only_by_provider() {
-        let dir = crate::shapes::repo_dir();
+        let dir = trainer::shapes::repo_dir();
         for (p, t) in PAIRS {
-            let p = crate::shapes::find(&dir, p).unwrap();
-            let t = crate::shapes::find(&dir, t).unwrap();
+            let p = trainer::shapes::find(&dir, p).unwrap();
+            let t = trainer::shapes::find(&dir, t).unwrap();
             assert!(!p.is_translated() && t.is_translated(), "{}", t.name);
             assert_eq!(
                 (p.dialect, p.stream, &p.body),

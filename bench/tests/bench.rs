@@ -2,23 +2,39 @@
 //! with a control leg, the idle RSS reading and a small 32-connection load check. No timed
 //! assertions: only that every window ran, was valid, and the report has what it must.
 //!
-//! Needs a built gateway binary: `$GATEWAY_BIN`, or `gateway` next to this test's own target
-//! directory (`cargo test --workspace` builds it; with `-p trainer` alone run
-//! `cargo build -p gateway` first).
+//! Needs a built gateway binary: `$GATEWAY_BIN`, or `gateway` in this test's own target
+//! directory: `cargo build -p gateway` at the root, then
+//! `cargo test --manifest-path bench/Cargo.toml --target-dir target`.
 
 use std::path::PathBuf;
 
-mod common;
-use common::gateway_bin;
 use std::time::Duration;
 
-use trainer::bench::ab::{self, AbOptions, CONTROL};
-use trainer::bench::callgrind::{self, CallgrindOptions};
-use trainer::bench::load::{self, LoadOptions};
-use trainer::bench::report;
-use trainer::bench::rss::{self, RssOptions};
-use trainer::bench::Variant;
+use bench::ab::{self, AbOptions, CONTROL};
+use bench::callgrind::{self, CallgrindOptions};
+use bench::load::{self, LoadOptions};
+use bench::report;
+use bench::rss::{self, RssOptions};
+use bench::variant::Variant;
 use trainer::shapes;
+
+/// The gateway under test: `$GATEWAY_BIN`, or `gateway` in the test's own target profile
+/// directory (run with `--target-dir` the root `target/` after `cargo build -p gateway`).
+fn gateway_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("GATEWAY_BIN") {
+        return p.into();
+    }
+    // A test binary is <target>/<profile>/deps/<name>-<hash>.
+    let exe = std::env::current_exe().unwrap();
+    let p = exe.parent().unwrap().parent().unwrap().join("gateway");
+    assert!(
+        p.is_file(),
+        "no gateway binary at {}: run `cargo build -p gateway` and this test with \
+         `--target-dir` the root target/, or set GATEWAY_BIN",
+        p.display()
+    );
+    p
+}
 
 fn work(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("trainer-bench-test-{name}-{}", std::process::id()))

@@ -1,25 +1,11 @@
-//! Benchmarks and gates: anchored A/B throughput (`ab`), callgrind instruction counts
-//! (`callgrind`), the holdout gate (`holdout`), idle RSS (`rss`), a keep-alive load check
-//! (`load`), the soak and fault run (`soak`), translated paths beside passthrough
-//! (`translated`) and the markdown report (`report`). `stats` holds the pure statistics.
-//!
-//! Every run starts its own mock upstream on its own runtime and its gateways on 127.0.0.1
-//! ephemeral ports, so it works in a sandbox and next to other runs.
-pub mod ab;
-pub mod callgrind;
-pub mod cli;
-pub mod holdout;
-pub mod launch;
-pub mod load;
-pub mod report;
-pub mod rss;
-pub mod soak;
-pub mod stats;
-pub mod translated;
-pub mod upstream;
+//! The gateway binaries a measurement compares: `--variant NAME=PATH`, the first the
+//! baseline, and the name reserved for the baseline's identical copy.
 
 use std::path::PathBuf;
 use std::str::FromStr;
+
+/// The variant name of the baseline's identical copy.
+pub const CONTROL: &str = "control";
 
 /// A named gateway binary: `--variant plain=target/release/gateway`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +39,7 @@ impl FromStr for Variant {
 }
 
 /// Variant names must be unique (and not the control's reserved name).
-pub fn check_variants(variants: &[Variant]) -> Result<(), String> {
+pub(crate) fn check_variants(variants: &[Variant]) -> Result<(), String> {
     if variants.is_empty() {
         return Err("give at least one --variant NAME=PATH".into());
     }
@@ -61,11 +47,8 @@ pub fn check_variants(variants: &[Variant]) -> Result<(), String> {
         if variants[..i].iter().any(|w| w.name == v.name) {
             return Err(format!("variant {:?} given twice", v.name));
         }
-        if v.name == ab::CONTROL {
-            return Err(format!(
-                "{:?} is reserved for the baseline's copy",
-                ab::CONTROL
-            ));
+        if v.name == CONTROL {
+            return Err(format!("{:?} is reserved for the baseline's copy", CONTROL));
         }
         if !v.path.is_file() {
             return Err(format!(

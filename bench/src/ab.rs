@@ -13,35 +13,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::{bench_config, Gateway, Launch, LaunchError, BENCH_KEY};
-use super::stats::{self, Band, Slot, SlotKind, Step, Summary, Verdict, Window};
-use super::upstream::MockThread;
-use super::Variant;
-use crate::drive::{self, DriveOptions, DriveReport};
-use crate::shapes::Shape;
+use crate::config::{bench_config, BENCH_KEY};
+use crate::error::{io, BenchError};
+use crate::stats::{self, Band, Slot, SlotKind, Step, Summary, Verdict, Window};
+use crate::upstream::MockThread;
+use crate::variant::Variant;
+use trainer::drive::{self, DriveOptions, DriveReport};
+use trainer::launch::{GatewayProcess, Launch};
+use trainer::shapes::Shape;
 
-#[derive(Debug, thiserror::Error)]
-pub enum AbError {
-    #[error(transparent)]
-    Launch(#[from] LaunchError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("{what}")]
-    Drive { what: String },
-    #[error("no variants to measure")]
-    NoVariants,
-}
-
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> AbError {
-    let what = what.into();
-    move |source| AbError::Io { what, source }
-}
-
-/// The variant name of the baseline's identical copy.
-pub const CONTROL: &str = "control";
+pub use crate::variant::CONTROL;
 
 #[derive(Debug, Clone)]
 pub struct AbOptions {
@@ -70,15 +51,15 @@ pub struct AbOptions {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recorded {
     pub variant: String,
-    pub slot: usize,
-    pub kind: SlotKind,
+    pub(crate) slot: usize,
+    pub(crate) kind: SlotKind,
     pub round: Option<u32>,
     pub window: u32,
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     pub valid: bool,
-    pub rps: f64,
+    pub(crate) rps: f64,
     #[serde(flatten)]
-    pub w: Window,
+    pub(crate) w: Window,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
 }
@@ -100,9 +81,9 @@ pub struct VariantResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Floor {
     pub mock_rps: Option<f64>,
-    pub best_gateway_rps: Option<f64>,
+    pub(crate) best_gateway_rps: Option<f64>,
     pub headroom: Option<f64>,
-    pub required: f64,
+    pub(crate) required: f64,
     /// False: the client and mock may be what limited; the run measured them, not the gateway.
     pub ok: bool,
 }
@@ -115,13 +96,13 @@ pub struct AbReport {
     pub window_requests: u64,
     pub warmup_requests: u64,
     pub connections: u32,
-    pub gateway_workers: usize,
+    pub(crate) gateway_workers: usize,
     pub gateway_cpus: Vec<usize>,
-    pub baseline: String,
+    pub(crate) baseline: String,
     pub variants: Vec<VariantResult>,
     pub band: Option<Band>,
-    pub front_anchor_rps: Option<f64>,
-    pub back_anchor_rps: Option<f64>,
+    pub(crate) front_anchor_rps: Option<f64>,
+    pub(crate) back_anchor_rps: Option<f64>,
     pub drift: Option<f64>,
     pub floor: Floor,
     pub invalid_windows: usize,
@@ -133,8 +114,10 @@ pub async fn run(
     shape: &Shape,
     variants: &[Variant],
     opts: &AbOptions,
-) -> Result<AbReport, AbError> {
-    let base = variants.first().ok_or(AbError::NoVariants)?;
+) -> Result<AbReport, BenchError> {
+    let base = variants
+        .first()
+        .ok_or(BenchError::Failed("no variants to measure".into()))?;
     std::fs::create_dir_all(&opts.work_dir)
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
     let mut all: Vec<Variant> = variants.to_vec();
@@ -179,7 +162,7 @@ pub async fn run(
         )
         .await?;
         eprintln!(
-            "trainer bench: slot {}/{} {} ({:?}{}): {n} windows",
+            "bench: slot {}/{} {} ({:?}{}): {n} windows",
             i + 1,
             slots.len(),
             v.name,
@@ -221,7 +204,7 @@ async fn run_slot(
     opts: &AbOptions,
     window_requests: &mut Option<u64>,
     recorded: &mut Vec<Recorded>,
-) -> Result<usize, AbError> {
+) -> Result<usize, BenchError> {
     let launch = Launch {
         bin: v.path.clone(),
         config: config.to_owned(),
@@ -234,8 +217,9 @@ async fn run_slot(
             .join(format!("slot-{index:03}-{}.stderr", v.name)),
         ready_timeout: opts.ready_timeout,
         healthz: true,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     let url = gw.base_url();
     let result = async {
         let warm = drive_n(shape, &url, opts.warmup_requests.max(1), opts).await?;
@@ -274,7 +258,7 @@ async fn run_slot(
                 }
             }
         }
-        Ok::<usize, AbError>(kept)
+        Ok::<usize, BenchError>(kept)
     }
     .await;
     match result {
@@ -294,15 +278,15 @@ async fn drive_n(
     url: &str,
     n: u64,
     opts: &AbOptions,
-) -> Result<DriveReport, AbError> {
+) -> Result<DriveReport, BenchError> {
     let mut s = shape.clone();
     s.requests = n;
     s.concurrency = opts.connections;
     let mut d = DriveOptions::new(url, Some(BENCH_KEY.into()));
     d.request_timeout = opts.request_timeout;
-    drive::drive(&s, &d).await.map_err(|e| AbError::Drive {
-        what: format!("driving {url}: {e}"),
-    })
+    drive::drive(&s, &d)
+        .await
+        .map_err(|e| BenchError::Failed(format!("driving {url}: {e}")))
 }
 
 fn window_of(r: &DriveReport, cpu_s: f64) -> Window {
@@ -317,7 +301,7 @@ fn window_of(r: &DriveReport, cpu_s: f64) -> Window {
 }
 
 /// Pure: turns the recorded windows into the report.
-pub fn assemble(
+pub(crate) fn assemble(
     shape: &Shape,
     all: &[Variant],
     opts: &AbOptions,
@@ -418,7 +402,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shapes;
+    use trainer::shapes;
 
     fn opts(rounds: u32) -> AbOptions {
         AbOptions {

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::{bench_config, Gateway, Launch, LaunchError, BENCH_KEY};
-use super::upstream::MockThread;
-use crate::drive::{self, DriveOptions};
-use crate::shapes::Shape;
+use crate::config::{bench_config, BENCH_KEY};
+use crate::error::{io, BenchError};
+use crate::upstream::MockThread;
+use trainer::drive::{self, DriveOptions};
+use trainer::launch::{GatewayProcess, Launch};
+use trainer::shapes::Shape;
 
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -29,11 +31,11 @@ pub struct LoadReport {
     pub workers: usize,
     pub requests: u64,
     pub ok: u64,
-    pub failed: u64,
-    pub seconds: f64,
-    pub rps: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
+    pub(crate) failed: u64,
+    pub(crate) seconds: f64,
+    pub(crate) rps: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
     pub failures: Vec<String>,
 }
 
@@ -43,24 +45,10 @@ impl LoadReport {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error(transparent)]
-    Launch(#[from] LaunchError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("drive: {0}")]
-    Drive(String),
-}
-
-pub async fn run(shape: &Shape, opts: &LoadOptions) -> Result<LoadReport, LoadError> {
-    let io = |what: String| move |source| LoadError::Io { what, source };
+pub async fn run(shape: &Shape, opts: &LoadOptions) -> Result<LoadReport, BenchError> {
     std::fs::create_dir_all(&opts.work_dir)
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
-    let mock = MockThread::start(Vec::new()).map_err(io("starting the mock upstream".into()))?;
+    let mock = MockThread::start(Vec::new()).map_err(io("starting the mock upstream"))?;
     let config = opts.work_dir.join("load-gateway.toml");
     std::fs::write(&config, bench_config(shape, mock.base_url(), opts.workers))
         .map_err(io(format!("writing {}", config.display())))?;
@@ -74,8 +62,9 @@ pub async fn run(shape: &Shape, opts: &LoadOptions) -> Result<LoadReport, LoadEr
         stderr: opts.work_dir.join("load-gateway.stderr"),
         ready_timeout: Duration::from_secs(60),
         healthz: true,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     let mut s = shape.clone();
     s.requests = opts.requests;
     s.concurrency = opts.connections;
@@ -84,7 +73,7 @@ pub async fn run(shape: &Shape, opts: &LoadOptions) -> Result<LoadReport, LoadEr
         Ok(r) => r,
         Err(e) => {
             gw.kill().await;
-            return Err(LoadError::Drive(e.to_string()));
+            return Err(BenchError::Failed(format!("drive: {e}")));
         }
     };
     gw.stop(Duration::from_secs(30)).await?;

@@ -11,7 +11,6 @@ use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use trainer::mock::{
     expected_text, expected_usage, MockConfig, MockUpstream, INPUT_TOKENS, TOOL_RESULT_PREFIX,
@@ -76,11 +75,7 @@ fn sse_frames(body: &[u8]) -> Vec<Sse> {
 
 async fn connect(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    sender
+    trainer::http1::handshake(stream).await.unwrap()
 }
 
 async fn send(

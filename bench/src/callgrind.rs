@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::{bench_config, Gateway, Launch, LaunchError, BENCH_KEY};
-use super::upstream::MockThread;
-use super::Variant;
-use crate::drive::{self, DriveOptions};
-use crate::shapes::Shape;
+use crate::config::{bench_config, BENCH_KEY};
+use crate::upstream::MockThread;
+use crate::variant::Variant;
+use trainer::drive::{self, DriveOptions};
+use trainer::launch::{GatewayProcess, Launch, LaunchError};
+use trainer::shapes::Shape;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CallgrindError {
@@ -36,11 +37,11 @@ pub enum CallgrindError {
 }
 
 /// The event totals of one callgrind run, by event name (`Ir`, `I1mr`, `Bcm`, ...).
-pub type Events = BTreeMap<String, u64>;
+pub(crate) type Events = BTreeMap<String, u64>;
 
 /// Reads the `events:` header and the `totals:` line (or `summary:`, which older valgrinds
 /// write instead) of a callgrind out file.
-pub fn parse_totals(text: &str) -> Result<Events, String> {
+pub(crate) fn parse_totals(text: &str) -> Result<Events, String> {
     let mut names: Option<Vec<&str>> = None;
     let mut totals: Option<&str> = None;
     let mut summary: Option<&str> = None;
@@ -78,7 +79,12 @@ pub fn parse_totals(text: &str) -> Result<Events, String> {
 
 /// Per-request marginal counts: (big - small) / (n_big - n_small) for every event both runs
 /// have. Saturates at zero (a negative marginal would mean a broken run; it shows as 0).
-pub fn marginal(small: &Events, big: &Events, n_small: u64, n_big: u64) -> BTreeMap<String, f64> {
+pub(crate) fn marginal(
+    small: &Events,
+    big: &Events,
+    n_small: u64,
+    n_big: u64,
+) -> BTreeMap<String, f64> {
     let n = n_big.saturating_sub(n_small).max(1) as f64;
     big.iter()
         .filter_map(|(k, b)| {
@@ -87,10 +93,6 @@ pub fn marginal(small: &Events, big: &Events, n_small: u64, n_big: u64) -> BTree
         })
         .collect()
 }
-
-/// The events the report shows, in order: instructions, simulated L1 instruction-cache
-/// misses, last-level instruction misses, conditional and indirect branch mispredictions.
-pub const REPORTED: [&str; 6] = ["Ir", "I1mr", "ILmr", "Bc", "Bcm", "Bim"];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VariantCounts {
@@ -102,7 +104,7 @@ pub struct VariantCounts {
     pub per_request: BTreeMap<String, f64>,
     /// `per_request` over the baseline's, per event.
     pub ratio_to_baseline: BTreeMap<String, f64>,
-    pub seconds: f64,
+    pub(crate) seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,12 +115,12 @@ pub struct CallgrindReport {
     pub connections: u32,
     pub workers: u32,
     pub valgrind: String,
-    pub baseline: String,
+    pub(crate) baseline: String,
     pub variants: Vec<VariantCounts>,
 }
 
 impl CallgrindReport {
-    pub fn get(&self, name: &str) -> Option<&VariantCounts> {
+    pub(crate) fn get(&self, name: &str) -> Option<&VariantCounts> {
         self.variants.iter().find(|v| v.name == name)
     }
 
@@ -173,7 +175,7 @@ pub async fn run(
         for n in [opts.requests_small, opts.requests_big] {
             let events = one_run(shape, v, n, &config, opts).await?;
             eprintln!(
-                "trainer bench callgrind: {} {} x{n}: Ir {}",
+                "bench callgrind: {} {} x{n}: Ir {}",
                 shape.name,
                 v.name,
                 events.get("Ir").copied().unwrap_or(0)
@@ -249,8 +251,9 @@ async fn one_run(
         ready_timeout: opts.ready_timeout,
         // No /healthz: the counted requests are exactly the driven ones.
         healthz: false,
+        preflight: true,
     };
-    let gw = Gateway::start(&launch).await?;
+    let gw = GatewayProcess::start(&launch).await?;
     let mut s = shape.clone();
     s.requests = n;
     s.concurrency = opts.connections;

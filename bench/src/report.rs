@@ -5,51 +5,18 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::ab::{AbReport, CONTROL};
-use super::callgrind::CallgrindReport;
-use super::holdout::GateResult;
-use super::load::LoadReport;
-use super::rss::RssReport;
-use super::soak::{self, SoakReport};
-use super::stats::Verdict;
-use super::translated;
-
-/// The files of a results directory.
-pub const META: &str = "meta.txt";
-pub const CALLGRIND: &str = "callgrind.json";
-pub const HOLDOUT: &str = "holdout.json";
-pub const HOLDOUT_CALLGRIND: &str = "holdout-callgrind.json";
-pub const AB: &str = "ab.json";
-pub const AB_HOLDOUT: &str = "ab-holdout.json";
-pub const RSS: &str = "rss.json";
-pub const LOAD: &str = "load.json";
-pub const SOAK: &str = "soak.json";
-pub const BUILD_TIMES: &str = "build-times.tsv";
-/// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.
-pub const TOP: &str = "callgrind-top.txt";
-/// The variant trained on the benchmarked shape alone (the dilution check), when present in
-/// `callgrind.json`.
-pub const SINGLE: &str = "pgo-single";
+use crate::ab::{AbReport, CONTROL};
+use crate::callgrind::CallgrindReport;
+use crate::holdout::GateResult;
+use crate::load::LoadReport;
+use crate::results::*;
+use crate::rss::RssReport;
+use crate::soak::{self, SoakReport};
+use crate::stats::Verdict;
+use crate::translated;
 
 fn f(x: Option<f64>, digits: usize) -> String {
     x.map_or("-".into(), |x| format!("{x:.digits$}"))
-}
-
-pub(crate) fn thousands(x: f64) -> String {
-    let n = x.round() as i64;
-    let s = n.abs().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
 }
 
 pub fn ab_markdown(r: &AbReport) -> String {
@@ -127,7 +94,7 @@ pub fn ab_markdown(r: &AbReport) -> String {
     s
 }
 
-pub fn callgrind_markdown(r: &CallgrindReport) -> String {
+pub(crate) fn callgrind_markdown(r: &CallgrindReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -164,7 +131,7 @@ pub fn callgrind_markdown(r: &CallgrindReport) -> String {
 }
 
 /// The issue's callgrind targets, each with its measured value and whether it is met.
-pub fn targets_markdown(r: &CallgrindReport) -> String {
+pub(crate) fn targets_markdown(r: &CallgrindReport) -> String {
     let mut s = String::new();
     let base = r.baseline.as_str();
     let line = |s: &mut String, what: &str, x: Option<f64>, limit: f64| {
@@ -203,7 +170,7 @@ pub fn targets_markdown(r: &CallgrindReport) -> String {
     s
 }
 
-pub fn holdout_markdown(g: &GateResult) -> String {
+pub(crate) fn holdout_markdown(g: &GateResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -248,7 +215,7 @@ pub fn rss_markdown(r: &RssReport) -> String {
     )
 }
 
-pub fn load_markdown(r: &LoadReport) -> String {
+pub(crate) fn load_markdown(r: &LoadReport) -> String {
     format!(
         "`{}` on shape `{}`: {} requests over {} keep-alive connections, gateway workers {}: \
          ok {}, failed **{}** ({}); {} req/s, p50 {:.2} ms, p99 {:.2} ms (noisy).\n",
@@ -267,7 +234,7 @@ pub fn load_markdown(r: &LoadReport) -> String {
 }
 
 /// `stage<TAB>seconds` lines, the first being the plain build.
-pub fn build_times_markdown(tsv: &str) -> Result<String, String> {
+pub(crate) fn build_times_markdown(tsv: &str) -> Result<String, String> {
     let mut rows = Vec::new();
     for (i, line) in tsv.lines().enumerate() {
         let line = line.trim();
@@ -307,7 +274,7 @@ pub fn build_times_markdown(tsv: &str) -> Result<String, String> {
     Ok(s)
 }
 
-pub fn dilution_markdown(r: &CallgrindReport, single: &str, mix: &str) -> String {
+pub(crate) fn dilution_markdown(r: &CallgrindReport, single: &str, mix: &str) -> String {
     let mut s = String::new();
     let p = |v: &str, k: &str| r.get(v).and_then(|v| v.per_request.get(k).copied());
     let _ = writeln!(
@@ -354,7 +321,7 @@ fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<O
 
 const NOT_MEASURED: &str = "_Not measured in this run._\n";
 
-const SOAK_INTRO: &str = "`trainer bench soak` (`scripts/soak.sh`, CI's bench tier): normal \
+const SOAK_INTRO: &str = "`bench soak` (`scripts/soak.sh`, CI's bench tier): normal \
 clients (chat buffered, messages and responses streamed, 1 in 10 to an upstream with a 1.5 s \
 first byte) mixed with 4 stalled uploaders (1 MiB declared, 256 KiB sent), 2 clients that stop \
 reading a multi-megabyte stream, and an upstream that resets mid-stream; gateway limits \
@@ -364,7 +331,7 @@ and RSS within 24 MiB of the warmed-up baseline afterwards, and SIGTERM (4 slow 
 stalled uploads in flight) answering every request and exiting 0 within the grace.\n\n";
 
 /// BENCHMARKS.md from a results directory.
-pub fn document(dir: &Path) -> Result<String, String> {
+pub(crate) fn document(dir: &Path) -> Result<String, String> {
     let mut s = String::from("# Benchmarks\n\n");
     s.push_str(
         "Generated by `scripts/benchmarks.sh` from one run; do not edit by hand. \
@@ -474,15 +441,6 @@ pub fn document(dir: &Path) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thousands_groups() {
-        assert_eq!(thousands(0.0), "0");
-        assert_eq!(thousands(999.4), "999");
-        assert_eq!(thousands(1000.0), "1,000");
-        assert_eq!(thousands(123456789.0), "123,456,789");
-        assert_eq!(thousands(-1234.0), "-1,234");
-    }
 
     #[test]
     fn build_times_ratio_to_plain() {

@@ -1,25 +1,24 @@
-//! Starting a gateway for a measurement: the bench config (the shape's posture with the
-//! access log off and a fixed worker count), an optional wrapper (valgrind), optional CPU
-//! pinning, a preflight that the announced port is this process's listener, and SIGTERM with
-//! a required exit code 0.
+//! Starting and stopping one gateway process: the one launcher of the workload, the tests
+//! and the bench. It starts `BIN --config CONFIG` (optionally under a wrapper such as
+//! valgrind, optionally pinned to CPUs), waits until it is ready (its announced address is
+//! its own listener, and `/healthz` answers 200 unless the caller counts requests exactly),
+//! and stops it with SIGTERM, requiring exit code 0 within a watchdog.
 //!
-//! `workload::process::GatewayProcess` covers the training case (no wrapper, default posture,
-//! ready on `/healthz`); a measurement needs the extra knobs, so it shares only its parsing
-//! and probing helpers.
+//! Waits are bounded by their condition (polled every 25 ms up to a deadline), never a fixed
+//! sleep. The gateway inherits this process's environment with `Launch::env` added (the
+//! workload adds nothing, so `LLVM_PROFILE_FILE` passes through), and its working directory
+//! is this process's, so a relative profile path resolves where the caller meant.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use toml::{Table, Value};
+use bytes::Bytes;
+use http_body_util::Empty;
 
-use crate::shapes::Shape;
-use crate::workload::gateway_config;
-use crate::workload::process::{get_status, listening_address, log_tail};
-
-/// The key every bench config accepts and the bench client sends.
-pub const BENCH_KEY: &str = "trainer-bench-key";
+use crate::http1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -28,27 +27,9 @@ pub enum LaunchError {
         what: String,
         source: std::io::Error,
     },
-    #[error("gateway {bin}: {what}{log}")]
-    Gateway {
-        bin: String,
-        what: String,
-        log: String,
-    },
-}
-
-/// The config for measuring `shape`: its posture routed to `upstream`, port 0, the access log
-/// off (benchmarks measure the proxy, not a log sink) and `workers` worker threads (0 = one per
-/// core).
-pub fn bench_config(shape: &Shape, upstream: &str, workers: usize) -> String {
-    let text = gateway_config::render(shape, upstream, "127.0.0.1:0", BENCH_KEY);
-    let mut root: Table = toml::from_str(&text).expect("rendered config parses");
-    if let Some(Value::Table(obs)) = root.get_mut("observability") {
-        obs.insert("access_log".into(), "off".into());
-    }
-    if let Some(Value::Table(server)) = root.get_mut("server") {
-        server.insert("workers".into(), Value::Integer(workers as i64));
-    }
-    toml::to_string(&root).expect("config serializes")
+    /// What went wrong, then the tail of the gateway's stderr (see [`log_tail`]).
+    #[error("{what}{log}")]
+    Gateway { what: String, log: String },
 }
 
 /// How to start one gateway.
@@ -62,27 +43,49 @@ pub struct Launch {
     pub wrapper: Vec<OsString>,
     /// CPUs the gateway (and the wrapper) may run on; empty: no pinning.
     pub cpus: Vec<usize>,
+    /// Added to the inherited environment.
     pub env: Vec<(String, String)>,
     /// Where the gateway's stderr goes (it names the address there).
     pub stderr: PathBuf,
     pub ready_timeout: Duration,
-    /// Ready on `/healthz` 200; without it, ready when the address is announced and its
-    /// listener is ours. Callgrind runs skip `/healthz` so that the counted requests are
-    /// exactly the driven ones.
+    /// Ready on `/healthz` 200; without it, ready when the address is announced (and, with
+    /// `preflight`, its listener is ours). Callgrind runs skip `/healthz` so that the counted
+    /// requests are exactly the driven ones.
     pub healthz: bool,
+    /// Require that the announced port is this process's listener (see [`preflight`]): a
+    /// measurement must not measure a stale gateway.
+    pub preflight: bool,
 }
 
-/// A running gateway.
-pub struct Gateway {
+impl Launch {
+    /// `bin --config config`, stderr to `stderr`, ready on `/healthz`, no wrapper, pinning,
+    /// added environment or preflight: the training case.
+    pub fn new(bin: &Path, config: &Path, stderr: &Path, ready_timeout: Duration) -> Launch {
+        Launch {
+            bin: bin.to_owned(),
+            config: config.to_owned(),
+            args: Vec::new(),
+            wrapper: Vec::new(),
+            cpus: Vec::new(),
+            env: Vec::new(),
+            stderr: stderr.to_owned(),
+            ready_timeout,
+            healthz: true,
+            preflight: false,
+        }
+    }
+}
+
+/// A running gateway process (killed when dropped).
+pub struct GatewayProcess {
     child: tokio::process::Child,
     pid: u32,
     addr: String,
-    bin: String,
     stderr: PathBuf,
 }
 
-impl Gateway {
-    pub async fn start(l: &Launch) -> Result<Gateway, LaunchError> {
+impl GatewayProcess {
+    pub async fn start(l: &Launch) -> Result<GatewayProcess, LaunchError> {
         let stderr = std::fs::File::create(&l.stderr).map_err(|source| LaunchError::Io {
             what: format!("creating {}", l.stderr.display()),
             source,
@@ -111,29 +114,26 @@ impl Gateway {
                 cmd.pre_exec(move || pin_current(&cpus));
             }
         }
-        let bin = l.bin.display().to_string();
-        let fail = |what: String, stderr: &Path| LaunchError::Gateway {
-            bin: bin.clone(),
+        let fail = |what: String| LaunchError::Gateway {
             what,
-            log: log_tail(stderr),
+            log: log_tail(&l.stderr),
         };
         let mut child = cmd
             .spawn()
-            .map_err(|e| fail(format!("cannot start: {e}"), &l.stderr))?;
+            .map_err(|e| fail(format!("starting {}: {e}", l.bin.display())))?;
         let Some(pid) = child.id() else {
-            return Err(fail("exited at once".into(), &l.stderr));
+            return Err(fail("gateway exited at once".into()));
         };
         match wait_ready(&mut child, pid, l).await {
-            Ok(addr) => Ok(Gateway {
+            Ok(addr) => Ok(GatewayProcess {
                 child,
                 pid,
                 addr,
-                bin,
                 stderr: l.stderr.clone(),
             }),
             Err(what) => {
                 let _ = child.kill().await;
-                Err(fail(what, &l.stderr))
+                Err(fail(what))
             }
         }
     }
@@ -142,6 +142,7 @@ impl Gateway {
         self.pid
     }
 
+    /// `http://127.0.0.1:PORT`.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -161,22 +162,24 @@ impl Gateway {
         ))
     }
 
+    /// The last lines of the gateway's stderr, formatted to append to an error.
     pub fn log_tail(&self) -> String {
         log_tail(&self.stderr)
     }
 
+    /// Kills the gateway (after a failure; no clean exit is expected).
     pub async fn kill(mut self) {
         let _ = self.child.kill().await;
     }
 
-    /// SIGTERM, then exit code 0 within `timeout` (else killed, and an error).
+    /// SIGTERM, then require exit code 0 within `timeout`; a gateway still running then is
+    /// killed and that is a failure too.
     pub async fn stop(mut self, timeout: Duration) -> Result<(), LaunchError> {
         let fail = |what: String, stderr: &Path| LaunchError::Gateway {
-            bin: self.bin.clone(),
             what,
             log: log_tail(stderr),
         };
-        // SAFETY: kill(2) on our own child, not reaped yet (we hold `child`).
+        // SAFETY: kill(2) on the pid of our own child, which has not been reaped yet.
         if unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGTERM) } != 0 {
             let e = std::io::Error::last_os_error();
             let _ = self.child.kill().await;
@@ -185,14 +188,17 @@ impl Gateway {
         match tokio::time::timeout(timeout, self.child.wait()).await {
             Ok(Ok(status)) if status.success() => Ok(()),
             Ok(Ok(status)) => Err(fail(
-                format!("after SIGTERM: {status}, expected exit code 0"),
+                format!(
+                    "gateway {} after SIGTERM, expected exit code 0",
+                    describe(status)
+                ),
                 &self.stderr,
             )),
             Ok(Err(e)) => Err(fail(format!("waiting for exit: {e}"), &self.stderr)),
             Err(_) => {
                 let _ = self.child.kill().await;
                 Err(fail(
-                    format!("no exit within {timeout:?} after SIGTERM (killed)"),
+                    format!("gateway did not exit within {timeout:?} after SIGTERM (killed)"),
                     &self.stderr,
                 ))
             }
@@ -200,6 +206,8 @@ impl Gateway {
     }
 }
 
+/// Waits for the gateway to name its address on stderr (a listener of its own, with
+/// `preflight`) and, with `healthz`, for `/healthz` to answer 200 there; returns the address.
 async fn wait_ready(
     child: &mut tokio::process::Child,
     pid: u32,
@@ -210,15 +218,20 @@ async fn wait_ready(
     let mut last = String::from("no \"listening on http://\" line on stderr yet");
     loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            return Err(format!("{status} before it was ready"));
+            let before = if l.healthz {
+                "/healthz answered"
+            } else {
+                "it named its address"
+            };
+            return Err(format!("gateway {} before {before}", describe(status)));
         }
         if addr.is_none() {
             addr = std::fs::read_to_string(&l.stderr)
                 .ok()
                 .and_then(|t| listening_address(&t));
-            if let Some(a) = &addr {
-                // Preflight: a port announced by a stale gateway (or anything else) would
-                // make us measure the wrong process.
+            if let Some(a) = addr.as_deref().filter(|_| l.preflight) {
+                // A port announced by a stale gateway (or anything else) would make us
+                // measure the wrong process.
                 preflight(pid, a)?;
             }
         }
@@ -228,15 +241,83 @@ async fn wait_ready(
             }
             match get_status(a, "/healthz").await {
                 Ok(200) => return Ok(a.clone()),
-                Ok(code) => last = format!("/healthz status {code}"),
-                Err(e) => last = format!("/healthz: {e}"),
+                Ok(code) => last = format!("status {code}"),
+                Err(e) => last = e,
             }
         }
         if Instant::now() >= deadline {
-            return Err(format!("not ready within {:?} ({last})", l.ready_timeout));
+            let what = if l.healthz {
+                "/healthz did not answer 200"
+            } else {
+                "no address named"
+            };
+            return Err(format!(
+                "{what} within {:?} (last: {last})",
+                l.ready_timeout
+            ));
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+/// The `host:port` of the gateway's `... listening on http://host:port` start-up line.
+pub(crate) fn listening_address(stderr: &str) -> Option<String> {
+    // Complete lines only: eprintln! may take several writes, and a line read half-written
+    // ("...http://127.0.0.1:4") would be taken for the address and never read again.
+    stderr
+        .split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .find_map(|l| {
+            let rest = &l[l.find("listening on http://")? + "listening on http://".len()..];
+            let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+            let addr = addr.trim_end_matches('/').to_owned();
+            (!addr.is_empty()).then_some(addr)
+        })
+}
+
+/// `GET path` on a fresh connection; the status code.
+pub(crate) async fn get_status(authority: &str, path: &str) -> Result<u16, String> {
+    let attempt = async {
+        let tcp = tokio::net::TcpStream::connect(authority)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut sender = http1::handshake(tcp).await.map_err(|e| e.to_string())?;
+        let req = http::Request::get(path)
+            .header(http::header::HOST, authority)
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| e.to_string())?;
+        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        Ok(resp.status().as_u16())
+    };
+    tokio::time::timeout(Duration::from_secs(2), attempt)
+        .await
+        .unwrap_or_else(|_| Err("timed out".into()))
+}
+
+fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => format!("ended with {status}"),
+    }
+}
+
+/// The last lines of a gateway's stderr log, formatted to append to an error.
+pub fn log_tail(path: &Path) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f.read_to_string(&mut text);
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(10)..];
+    format!(
+        "\n  gateway stderr (last lines):\n    {}",
+        tail.join("\n    ")
+    )
 }
 
 /// Requires that a socket listening on `addr`'s port is an open file of process `pid`.
@@ -272,7 +353,7 @@ pub fn preflight(pid: u32, addr: &str) -> Result<(), String> {
 }
 
 /// Inodes of the LISTEN sockets on `port` in a `/proc/net/tcp{,6}` table.
-pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+pub(crate) fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
     const LISTEN: &str = "0A";
     table
         .lines()
@@ -288,7 +369,7 @@ pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
 }
 
 /// `socket:[12345]` -> 12345.
-pub fn socket_inode(link: &str) -> Option<u64> {
+pub(crate) fn socket_inode(link: &str) -> Option<u64> {
     link.strip_prefix("socket:[")?
         .strip_suffix(']')?
         .parse()
@@ -297,7 +378,7 @@ pub fn socket_inode(link: &str) -> Option<u64> {
 
 /// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line, in seconds. The command
 /// name in parentheses may hold spaces, so fields are counted after the last `)`.
-pub fn cpu_seconds_from_stat(stat: &str, ticks_per_s: f64) -> Option<f64> {
+pub(crate) fn cpu_seconds_from_stat(stat: &str, ticks_per_s: f64) -> Option<f64> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After ")": state is field 3, so utime (14) is index 11 and stime (15) index 12.
@@ -366,16 +447,6 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shapes;
-
-    #[test]
-    fn bench_config_turns_the_access_log_off() {
-        let shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
-        let v: Table = toml::from_str(&bench_config(&shape, "http://127.0.0.1:1", 1)).unwrap();
-        assert_eq!(v["observability"]["access_log"].as_str(), Some("off"));
-        assert_eq!(v["server"]["workers"].as_integer(), Some(1));
-        assert_eq!(v["keys"][0]["key"].as_str(), Some(BENCH_KEY));
-    }
 
     #[test]
     fn proc_net_tcp_listeners() {
@@ -416,5 +487,16 @@ mod tests {
         assert!(parse_cpus("3-1").is_err());
         assert!(parse_cpus("x").is_err());
         assert!(parse_cpus("").is_err());
+    }
+
+    #[test]
+    fn listening_line_gives_the_address() {
+        let text = "gateway 0.1.0: listening on http://127.0.0.1:41234\n  workers: 2\n";
+        assert_eq!(listening_address(text).as_deref(), Some("127.0.0.1:41234"));
+        assert_eq!(listening_address("starting\n"), None);
+        assert_eq!(
+            listening_address("gateway: listening on http://127.0.0.1:4"),
+            None
+        );
     }
 }

@@ -1,0 +1,25 @@
+//! The benchmarks and gates of the gateway's release chain: anchored A/B throughput (`ab`),
+//! callgrind instruction counts (`callgrind`), the holdout gate (`holdout`), idle RSS
+//! (`rss`), a keep-alive load check (`load`), the soak and fault run (`soak`), translated
+//! paths beside passthrough (`translated`) and the markdown report (`report`); `cli` is the
+//! `bench` command line. Outside the chain's cargo workspace: the chain's training workload
+//! (`trainer workload`) never uses it.
+//!
+//! Every run starts its own mock upstream on its own runtime and its gateways on 127.0.0.1
+//! ephemeral ports (through `trainer::launch`), so it works in a sandbox and next to other
+//! runs.
+pub mod ab;
+pub mod callgrind;
+pub mod cli;
+mod config;
+pub mod error;
+pub mod holdout;
+pub mod load;
+pub mod report;
+mod results;
+pub mod rss;
+pub mod soak;
+pub mod stats;
+pub mod translated;
+mod upstream;
+pub mod variant;

@@ -1,0 +1,51 @@
+//! A results directory's vocabulary: the file names `scripts/benchmarks.sh` writes and the
+//! number format of the tables. Below `report` and `translated`, which both read them.
+
+/// The files of a results directory.
+pub(crate) const META: &str = "meta.txt";
+pub(crate) const CALLGRIND: &str = "callgrind.json";
+pub(crate) const HOLDOUT: &str = "holdout.json";
+pub(crate) const HOLDOUT_CALLGRIND: &str = "holdout-callgrind.json";
+pub(crate) const AB: &str = "ab.json";
+pub(crate) const AB_HOLDOUT: &str = "ab-holdout.json";
+pub const RSS: &str = "rss.json";
+pub(crate) const LOAD: &str = "load.json";
+pub(crate) const SOAK: &str = "soak.json";
+pub(crate) const BUILD_TIMES: &str = "build-times.tsv";
+/// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.
+pub(crate) const TOP: &str = "callgrind-top.txt";
+/// The variant trained on the benchmarked shape alone (the dilution check), when present in
+/// `callgrind.json`.
+pub(crate) const SINGLE: &str = "pgo-single";
+
+/// `1234567.8` -> `1,234,568`.
+pub(crate) fn thousands(x: f64) -> String {
+    let n = x.round() as i64;
+    let s = n.abs().to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups() {
+        assert_eq!(thousands(0.0), "0");
+        assert_eq!(thousands(999.4), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(123456789.0), "123,456,789");
+        assert_eq!(thousands(-1234.0), "-1,234");
+    }
+}

@@ -1,0 +1,10 @@
+//! The trainer's integration tests, one test binary with a module per area (one link, and
+//! the helpers compiled once): the mock upstream over real sockets (`mock`), the driver
+//! against the mock (`drive_mock`), `trainer workload` failing closed against a stand-in
+//! gateway (`workload`), and every shape through the real gateway (`gateway_drive`).
+
+mod drive_mock;
+mod gateway_drive;
+mod mock;
+mod support;
+mod workload;
