@@ -9,9 +9,10 @@
 #   profileManifest  <name>.profdata.manifest.json
 #   fdata            <name>.fdata
 #   fdataManifest    <name>.fdata.manifest.json
+#   binName          the chain's binName (default "gateway", this repository's)
 #
 # Returns { profile, boltProfile }: directories in the stage outputs' layout
-# (gateway.profdata + manifest.json, gateway.fdata + manifest.json). The files are copied,
+# (<binName>.profdata + manifest.json, <binName>.fdata + manifest.json). The files are copied,
 # never rewritten, so their bytes (and the gates on them) are the release's.
 {
   pkgs,
@@ -19,6 +20,7 @@
   profileManifest,
   fdata,
   fdataManifest,
+  binName ? "gateway",
 }:
 let
   dir =
@@ -30,6 +32,6 @@ let
     '';
 in
 {
-  profile = dir "published-profile" profdata "gateway.profdata" profileManifest;
-  boltProfile = dir "published-bolt-profile" fdata "gateway.fdata" fdataManifest;
+  profile = dir "published-profile" profdata "${binName}.profdata" profileManifest;
+  boltProfile = dir "published-bolt-profile" fdata "${binName}.fdata" fdataManifest;
 }
