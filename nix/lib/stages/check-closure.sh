@@ -32,7 +32,7 @@ done
 need_var BIN_NAME
 b=$BIN_NAME
 bad=$(printf '%s\n' "$closure" | grep -v -xF "$RESULT" |
-  grep -E -- "-($b|$b-profile|$b-instrumented|$b-bolt-profile|$b-pgo|trainer)(-deps)?(-[0-9][^/]*)?\$|\.(profdata|profraw|fdata)\$" ||
+  grep -E -- "-($b|$b-profile|$b-instrumented|$b-bolt-profile|$b-pgo-build|$b-pgo|trainer)(-deps)?(-[0-9][^/]*)?\$|\.(profdata|profraw|fdata)\$" ||
   true)
 [ -z "$bad" ] || die "intermediate in the runtime closure: $bad"
 stage_done

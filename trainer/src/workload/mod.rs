@@ -10,8 +10,8 @@
 //! untouched: the caller sets `LLVM_PROFILE_FILE` (one file per process via `%p`), or hands
 //! over a BOLT-instrumented binary that writes its own `.fdata` per process. Collecting,
 //! checking and merging those files is generic and lives in the chain's stages
-//! (`nix/stages/pgo-profile.sh` and `nix/stages/bolt-profile.sh`, under the contract of
-//! `nix/stages/workload.sh`), not here.
+//! (`nix/lib/stages/pgo-profile.sh` and `nix/lib/stages/bolt-profile.sh`, under the contract of
+//! `nix/lib/stages/workload.sh`), not here.
 
 pub mod gateway_config;
 mod process;
