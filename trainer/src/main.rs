@@ -4,8 +4,8 @@
 //! `trainer workload --shapes DIR GATEWAY_BIN` is the chain's workload: it exercises the
 //! binary once per training shape and exits 0 only when every run was clean. It never sets a
 //! profile variable; the chain's stages (`nix/lib/stages/pgo-profile.sh`,
-//! `nix/lib/stages/bolt-profile.sh`, contract in `nix/lib/stages/workload.sh`) set `LLVM_PROFILE_FILE`
-//! and collect and merge the profiles.
+//! `nix/lib/stages/bolt-profile.sh`, contract in `nix/lib/stages/workload.sh`) set
+//! `LLVM_PROFILE_FILE` and collect and merge the profiles.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
