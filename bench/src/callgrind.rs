@@ -300,6 +300,33 @@ fn version(valgrind: &Path) -> Result<String, CallgrindError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// A report with only per-request instruction counts (`Ir`), the first variant the baseline:
+/// the gates' unit tests (holdout, translated) judge such reports.
+#[cfg(test)]
+pub(crate) fn report_of(shape: &str, irs: &[(&str, f64)]) -> CallgrindReport {
+    CallgrindReport {
+        shape: shape.into(),
+        requests_small: 8,
+        requests_big: 2000,
+        connections: 1,
+        workers: 1,
+        valgrind: String::new(),
+        baseline: irs.first().map(|x| x.0.to_owned()).unwrap_or_default(),
+        variants: irs
+            .iter()
+            .map(|(n, ir)| VariantCounts {
+                name: (*n).into(),
+                binary: String::new(),
+                small: BTreeMap::new(),
+                big: BTreeMap::new(),
+                per_request: [("Ir".to_owned(), *ir)].into(),
+                ratio_to_baseline: BTreeMap::new(),
+                seconds: 0.0,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

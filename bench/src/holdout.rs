@@ -71,31 +71,9 @@ pub(crate) fn gate(report: &CallgrindReport, max_ratio: f64) -> Result<GateResul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::callgrind::VariantCounts;
-    use std::collections::BTreeMap;
 
     fn report(irs: &[(&str, f64)]) -> CallgrindReport {
-        CallgrindReport {
-            shape: "responses-stream-mid".into(),
-            requests_small: 8,
-            requests_big: 2000,
-            connections: 1,
-            workers: 1,
-            valgrind: String::new(),
-            baseline: irs.first().map(|x| x.0.to_owned()).unwrap_or_default(),
-            variants: irs
-                .iter()
-                .map(|(n, ir)| VariantCounts {
-                    name: (*n).into(),
-                    binary: String::new(),
-                    small: BTreeMap::new(),
-                    big: BTreeMap::new(),
-                    per_request: [("Ir".to_owned(), *ir)].into(),
-                    ratio_to_baseline: BTreeMap::new(),
-                    seconds: 0.0,
-                })
-                .collect(),
-        }
+        crate::callgrind::report_of("responses-stream-mid", irs)
     }
 
     #[test]

@@ -402,13 +402,7 @@ fn chat_body(model: &str, stream: bool) -> String {
 /// One request on a fresh connection: status and whole body, bounded in time.
 async fn request(addr: SocketAddr, path: &str, body: String) -> Result<(u16, Bytes), String> {
     let fut = async {
-        let stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| format!("connect: {e}"))?;
-        let _ = stream.set_nodelay(true);
-        let mut sender = trainer::http1::handshake(stream)
-            .await
-            .map_err(|e| format!("handshake: {e}"))?;
+        let mut sender = trainer::http1::connect(addr).await?;
         let req = http::Request::post(path)
             .header("host", "soak")
             .header("content-type", "application/json")

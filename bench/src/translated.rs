@@ -91,32 +91,7 @@ pub(crate) fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::callgrind::VariantCounts;
-    use std::collections::BTreeMap;
-
-    fn report(shape: &str, irs: &[(&str, f64)]) -> CallgrindReport {
-        CallgrindReport {
-            shape: shape.into(),
-            requests_small: 8,
-            requests_big: 2000,
-            connections: 1,
-            workers: 1,
-            valgrind: String::new(),
-            baseline: irs[0].0.into(),
-            variants: irs
-                .iter()
-                .map(|(n, ir)| VariantCounts {
-                    name: (*n).into(),
-                    binary: String::new(),
-                    small: BTreeMap::new(),
-                    big: BTreeMap::new(),
-                    per_request: [("Ir".to_owned(), *ir)].into(),
-                    ratio_to_baseline: BTreeMap::new(),
-                    seconds: 0.0,
-                })
-                .collect(),
-        }
-    }
+    use crate::callgrind::report_of as report;
 
     #[test]
     fn pairs_name_real_shapes_that_differ_only_by_provider() {

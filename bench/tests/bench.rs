@@ -7,7 +7,6 @@
 //! `cargo test --manifest-path bench/Cargo.toml --target-dir target`.
 
 use std::path::PathBuf;
-
 use std::time::Duration;
 
 use bench::ab::{self, AbOptions, CONTROL};
@@ -16,25 +15,8 @@ use bench::load::{self, LoadOptions};
 use bench::report;
 use bench::rss::{self, RssOptions};
 use bench::variant::Variant;
+use trainer::launch::test_gateway_bin as gateway_bin;
 use trainer::shapes;
-
-/// The gateway under test: `$GATEWAY_BIN`, or `gateway` in the test's own target profile
-/// directory (run with `--target-dir` the root `target/` after `cargo build -p gateway`).
-fn gateway_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("GATEWAY_BIN") {
-        return p.into();
-    }
-    // A test binary is <target>/<profile>/deps/<name>-<hash>.
-    let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("gateway");
-    assert!(
-        p.is_file(),
-        "no gateway binary at {}: run `cargo build -p gateway` and this test with \
-         `--target-dir` the root target/, or set GATEWAY_BIN",
-        p.display()
-    );
-    p
-}
 
 fn work(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("trainer-bench-test-{name}-{}", std::process::id()))

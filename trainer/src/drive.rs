@@ -13,7 +13,6 @@ use bytes::Bytes;
 use http::{header, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use tokio::net::TcpStream;
 
 use crate::check;
 use crate::dialect::Dialect;
@@ -198,13 +197,7 @@ fn target(shape: &Shape, opts: &DriveOptions) -> Result<Target, DriveError> {
 }
 
 async fn connect(t: &Target) -> Result<SendRequest<Full<Bytes>>, String> {
-    let tcp = TcpStream::connect(&t.authority)
-        .await
-        .map_err(|e| format!("connect {}: {e}", t.authority))?;
-    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-    http1::handshake(tcp)
-        .await
-        .map_err(|e| format!("handshake: {e}"))
+    http1::connect(t.authority.as_str()).await
 }
 
 fn request(t: &Target) -> Request<Full<Bytes>> {

@@ -5,6 +5,7 @@ use hyper::body::Body;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, ToSocketAddrs};
 
 /// An HTTP/1 client on `io`, its connection driven by a spawned task. A connection's end
 /// shows up as an error on the sender's next request, so the task's own result is dropped.
@@ -20,4 +21,23 @@ where
         let _ = conn.await;
     });
     Ok(sender)
+}
+
+/// [`handshake`] on a fresh TCP connection to `addr`, Nagle off (requests are small and
+/// latency-bound). The error names the step that failed and the address.
+pub async fn connect<A, B>(addr: A) -> Result<SendRequest<B>, String>
+where
+    A: ToSocketAddrs + std::fmt::Display,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let tcp = TcpStream::connect(&addr)
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    tcp.set_nodelay(true)
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    handshake(tcp)
+        .await
+        .map_err(|e| format!("handshake with {addr}: {e}"))
 }

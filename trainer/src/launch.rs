@@ -278,10 +278,7 @@ pub(crate) fn listening_address(stderr: &str) -> Option<String> {
 /// `GET path` on a fresh connection; the status code.
 pub(crate) async fn get_status(authority: &str, path: &str) -> Result<u16, String> {
     let attempt = async {
-        let tcp = tokio::net::TcpStream::connect(authority)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut sender = http1::handshake(tcp).await.map_err(|e| e.to_string())?;
+        let mut sender = http1::connect(authority).await?;
         let req = http::Request::get(path)
             .header(http::header::HOST, authority)
             .body(Empty::<Bytes>::new())
@@ -301,6 +298,30 @@ fn describe(status: ExitStatus) -> String {
         (None, Some(sig)) => format!("was killed by signal {sig}"),
         _ => format!("ended with {status}"),
     }
+}
+
+/// The built gateway a test runs (the trainer's and the bench's integration tests):
+/// `$GATEWAY_BIN`, or `gateway` in the calling test binary's own target profile directory (a
+/// test binary is `<target>/<profile>/deps/<name>-<hash>`). Panics, saying how to build it,
+/// when there is none.
+pub fn test_gateway_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("GATEWAY_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let p = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test binary under <target>/<profile>/deps")
+        .join("gateway");
+    assert!(
+        p.is_file(),
+        "no gateway binary at {}: `cargo build -p gateway` into the same target directory \
+         (`cargo test --workspace` does; bench/: `--target-dir` the root target/), or set \
+         GATEWAY_BIN",
+        p.display()
+    );
+    p
 }
 
 /// The last lines of a gateway's stderr log, formatted to append to an error.

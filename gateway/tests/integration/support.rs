@@ -489,13 +489,7 @@ impl Reply {
 /// Opens a connection and sends one request; returns the response head with its body still
 /// streaming.
 pub async fn open(addr: SocketAddr, req: Req) -> Result<http::Response<Incoming>, String> {
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let mut sender = trainer::http1::handshake(stream)
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
+    let mut sender = trainer::http1::connect(addr).await?;
     sender
         .send_request(req.build())
         .await

@@ -184,12 +184,7 @@ async fn forward(upstream: &str, req: Request<Incoming>) -> Result<Response<Full
     let authority = upstream.trim_start_matches("http://").to_owned();
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
-    let tcp = tokio::net::TcpStream::connect(&authority)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut sender = trainer::http1::handshake(tcp)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut sender = trainer::http1::connect(authority.as_str()).await?;
     let mut up = Request::builder()
         .method(parts.method)
         .uri(parts.uri.path())
