@@ -115,8 +115,9 @@ build gateway-bolt-profile "stage bolt-profile: done"
 build gateway-pgo-bolt "stage gateway-pgo-bolt: done"
 build checks.pgo-proof
 build checks.closure
-# The bench: its own workspace, built from bench/ (sourceRoot) with no dependency build.
-build bench "${crane_pkg[@]}"
+# The bench: its own workspace, built from bench/ (sourceRoot) with no dependency build, so
+# no artifacts to decompress.
+build bench "${crane_pkg[@]:1}"
 
 # Same commands, same bytes: the instrumented gateway built with the stand-in's hooks (tier c
 # builds it; here it is built or taken from the store) must be the one crane's hooks built.
