@@ -202,7 +202,7 @@ echo '1 main 0 1 main 4 0 1' >"$gate_dir/t.fdata"
 bolt_gate() {
   local trained=${4-$(sha256sum "$3" | cut -d' ' -f1)}
   printf '{\n  "pgo_bin_sha256": "%s",\n  "kind": "bolt"\n}\n' "$trained" >"$gate_dir/t-$1.manifest.json"
-  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BIN="$3" PGO_PROOF="$gate_dir/good.json" \
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BIN="$3" PGO_PROOF="$gate_dir/good.out-dir/share/gateway/pgo-proof.json" \
     FDATA="$gate_dir/t.fdata" FDATA_MANIFEST="$gate_dir/t-$1.manifest.json" \
     LLVM_BOLT="$LLVM_BIN/llvm-bolt" READELF="$(command -v readelf)" \
     BOLT_FLAGS="$2" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
