@@ -61,9 +61,12 @@ impl Body for AccountedStream {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     let parser = &mut this.parser;
-                    this.upstream.plain(data, |plain| {
-                        parser.feed(plain, |event| usage.observe(&event))
-                    });
+                    match this.upstream.gzip_side() {
+                        None => parser.feed(data, |event| usage.observe(&event)),
+                        Some(gz) => gz.feed(data, |plain| {
+                            parser.feed(plain, |event| usage.observe(&event))
+                        }),
+                    }
                 }
                 if this.upstream.is_end_stream() {
                     // A length-delimited body can end with its last data frame: hyper will not

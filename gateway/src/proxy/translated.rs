@@ -77,8 +77,10 @@ impl Body for TranslatedStream {
                         continue; // trailers carry nothing to translate
                     };
                     let mut out = Vec::new();
-                    this.upstream
-                        .plain(chunk, |plain| translator.feed(plain, &mut out));
+                    match this.upstream.gzip_side() {
+                        None => translator.feed(chunk, &mut out),
+                        Some(gz) => gz.feed(chunk, |plain| translator.feed(plain, &mut out)),
+                    }
                     if translator.is_done() {
                         this.finished = true;
                         this.upstream.end(|| usage(translator), None, None);

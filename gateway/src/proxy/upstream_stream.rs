@@ -71,13 +71,13 @@ impl UpstreamStream {
         self.body.size_hint()
     }
 
-    /// Hands `chunk` to `read` as plain bytes: as it came, or gunzipped.
+    /// The gunzipping side, when the upstream gzips its stream: the caller then reads each
+    /// chunk through it. Not a helper taking the reader as a closure: with one call site per
+    /// case, as here, PGO keeps the SSE scan inlined into `poll_frame` (a closure passed
+    /// through one helper cost PGO builds ~5% instructions per request on streamed responses).
     #[inline]
-    pub(super) fn plain(&mut self, chunk: &[u8], read: impl FnOnce(&[u8])) {
-        match &mut self.gzip {
-            None => read(chunk),
-            Some(gz) => gz.feed(chunk, read),
-        }
+    pub(super) fn gzip_side(&mut self) -> Option<&mut GzSide> {
+        self.gzip.as_deref_mut()
     }
 
     pub(super) fn is_gzip(&self) -> bool {
