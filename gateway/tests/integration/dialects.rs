@@ -112,13 +112,13 @@ async fn usage_is_counted_into_token_metrics() {
         }
     }
     // Per-request tokens in the access log.
-    let lines = gw.access_log();
-    let api: Vec<_> = lines
-        .iter()
-        .filter(|l| ROUTES.contains(&l["route"].as_str().unwrap_or("")))
-        .collect();
-    assert_eq!(api.len(), 6, "{lines:?}");
-    for l in api {
+    let api = gw
+        .wait_logs("on the API routes", 6, |l| {
+            ROUTES.contains(&l["route"].as_str().unwrap_or(""))
+        })
+        .await;
+    assert_eq!(api.len(), 6, "{api:?}");
+    for l in &api {
         assert_eq!(l["status"], 200);
         assert_eq!(l["input_tokens"], input, "{l}");
         assert_eq!(l["output_tokens"], output, "{l}");

@@ -295,6 +295,30 @@ impl TestGateway {
         }
     }
 
+    /// Waits until `n` access-log lines match `pred` (a request's line is written when its
+    /// body ends, which can be after the client read that end), and returns them in order.
+    pub async fn wait_logs(
+        &self,
+        what: &str,
+        n: usize,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let lines: Vec<Value> = self.access_log().into_iter().filter(&pred).collect();
+            if lines.len() >= n {
+                return lines;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} access-log lines {what}; stdout: {:?}",
+                lines.len(),
+                self.stdout_lines()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// Sends a request on a fresh connection and reads the whole answer.
     pub async fn send(&self, req: Req) -> Reply {
         send(self.addr, req).await

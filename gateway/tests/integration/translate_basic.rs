@@ -295,12 +295,12 @@ async fn messages_client_on_openai_model_with_tool_round_trip() {
         assert_eq!(delta["delta"]["stop_reason"], "tool_use");
         assert_eq!(delta["usage"]["output_tokens"], 7);
     }
-    let lines = gw.access_log();
-    let translated: Vec<&Value> = lines
-        .iter()
-        .filter(|l| l["translated"] == "messages->chat")
-        .collect();
-    assert_eq!(translated.len(), 2, "{lines:?}");
+    let translated = gw
+        .wait_logs("translated messages->chat", 2, |l| {
+            l["translated"] == "messages->chat"
+        })
+        .await;
+    assert_eq!(translated.len(), 2, "{translated:?}");
     assert_eq!(translated[0]["input_tokens"], 20);
     assert_eq!(translated[1]["input_tokens"], 8);
 }
