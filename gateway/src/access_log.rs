@@ -39,6 +39,9 @@ pub(crate) struct AccessRecord {
     /// absent on passthrough lines, which keep their format.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) translated: Option<&'static str>,
+    /// Fields translation dropped; absent when none were.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) dropped: Vec<String>,
 }
 
 /// The sending half; cheap to clone into request handlers.

@@ -94,14 +94,29 @@ pub(crate) struct Translation {
     /// `max_tokens` sent to an Anthropic target when a translated client sent none
     /// (Anthropic requires it; OpenAI clients may omit it). A model may override it.
     pub(crate) default_max_tokens: u64,
+    /// Refuse the client-side fields the default policy drops (`context_management`,
+    /// `client_metadata`, ...; TRANSLATION.md). A model may override it.
+    pub(crate) strict: bool,
+    /// What becomes of tools only the client's provider runs (`web_search`, ...).
+    pub(crate) builtin_tools: BuiltinTools,
 }
 
 impl Default for Translation {
     fn default() -> Self {
         Translation {
             default_max_tokens: 4096,
+            strict: false,
+            builtin_tools: BuiltinTools::Refuse,
         }
     }
+}
+
+/// `builtin_tools`: a 400 naming each (`refuse`, the default) or removed (`drop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum BuiltinTools {
+    Refuse,
+    Drop,
 }
 
 /// Requests and tokens per minute; either may be absent.
@@ -123,6 +138,11 @@ pub(crate) struct Target {
     /// Name of the environment variable holding the upstream key (the key itself is never in
     /// the file, in logs or in errors). Absent: no key is sent.
     pub(crate) api_key_env: Option<String>,
+    /// Whether the upstream model takes a reasoning effort (translated clients' `thinking`,
+    /// `output_config.effort`, `reasoning_effort`, `reasoning.effort` then map to it);
+    /// otherwise they are dropped.
+    #[serde(default)]
+    pub(crate) reasoning: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -139,6 +159,10 @@ pub(crate) struct Model {
     pub(crate) forward_headers: Vec<String>,
     /// Overrides `translation.default_max_tokens` for this model.
     pub(crate) default_max_tokens: Option<u64>,
+    /// Overrides `translation.strict` for this model.
+    pub(crate) strict: Option<bool>,
+    /// Overrides `translation.builtin_tools` for this model.
+    pub(crate) builtin_tools: Option<BuiltinTools>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

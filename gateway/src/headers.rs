@@ -20,6 +20,10 @@ pub(crate) const FORWARDED: [HeaderName; 4] = [
     HeaderName::from_static("anthropic-beta"),
 ];
 
+/// On a translated answer: the fields translation dropped, comma-separated (TRANSLATION.md).
+pub(crate) const X_GATEWAY_DROPPED_FIELDS: HeaderName =
+    HeaderName::from_static("x-gateway-dropped-fields");
+
 /// Headers `forward_headers` may never name: credentials, framing, hop-by-hop and the
 /// headers the gateway sets itself.
 const NEVER_FORWARDED: [&str; 20] = [

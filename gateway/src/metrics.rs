@@ -3,8 +3,10 @@
 //! Every (route, model) pair gets its own slot of atomics when the config is compiled, so
 //! recording a request is a few relaxed atomic adds: no map look-up, no lock, no allocation.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Routes as metric labels.
@@ -12,6 +14,7 @@ use std::time::Duration;
 pub(crate) enum Route {
     ChatCompletions,
     Messages,
+    CountTokens,
     Responses,
     Models,
     Health,
@@ -20,9 +23,10 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    const ALL: [Route; 7] = [
+    const ALL: [Route; 8] = [
         Route::ChatCompletions,
         Route::Messages,
+        Route::CountTokens,
         Route::Responses,
         Route::Models,
         Route::Health,
@@ -34,6 +38,7 @@ impl Route {
         match self {
             Route::ChatCompletions => "/v1/chat/completions",
             Route::Messages => "/v1/messages",
+            Route::CountTokens => "/v1/messages/count_tokens",
             Route::Responses => "/v1/responses",
             Route::Models => "/v1/models",
             Route::Health => "/healthz",
@@ -170,6 +175,9 @@ pub(crate) struct Metrics {
     pub(crate) access_log_dropped: AtomicU64,
     pub(crate) open_connections: AtomicI64,
     pub(crate) connections_rejected: AtomicU64,
+    /// Fields translation dropped, by (model index, field): only translated requests that
+    /// dropped something take the lock, and the fields are a closed set (TRANSLATION.md).
+    dropped_fields: Mutex<BTreeMap<(usize, String), u64>>,
 }
 
 impl Metrics {
@@ -185,6 +193,18 @@ impl Metrics {
             access_log_dropped: AtomicU64::new(0),
             open_connections: AtomicI64::new(0),
             connections_rejected: AtomicU64::new(0),
+            dropped_fields: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Counts each field a translated request of model `mi` had dropped.
+    pub(crate) fn dropped(&self, mi: usize, fields: &[String]) {
+        let mut map = self
+            .dropped_fields
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for f in fields {
+            *map.entry((mi, f.clone())).or_insert(0) += 1;
         }
     }
 
@@ -332,6 +352,23 @@ impl Metrics {
                 );
             }
         }
+        let _ = writeln!(
+            out,
+            "# HELP gateway_translation_dropped_fields_total Fields translated requests had dropped (TRANSLATION.md), by field.\n# TYPE gateway_translation_dropped_fields_total counter"
+        );
+        let dropped = self
+            .dropped_fields
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for ((mi, field), n) in dropped.iter() {
+            let _ = writeln!(
+                out,
+                "gateway_translation_dropped_fields_total{{model=\"{}\",field=\"{}\"}} {n}",
+                escape(model_label(*mi)),
+                escape(field)
+            );
+        }
+        drop(dropped);
         let _ = writeln!(
             out,
             "# HELP gateway_in_flight_requests Requests being served now.\n# TYPE gateway_in_flight_requests gauge\ngateway_in_flight_requests {}",

@@ -14,7 +14,7 @@ use crate::conn::ConnState;
 use crate::dialect::Dialect;
 use crate::error::ErrorKind;
 use crate::metrics::{Metrics, Route};
-use crate::proxy;
+use crate::proxy::{self, Op};
 use crate::settle::Settlement;
 use crate::state::State;
 
@@ -32,12 +32,13 @@ pub(crate) async fn route(
     conn: Arc<ConnState>,
 ) -> Result<Response<GatewayBody>, Infallible> {
     let path = req.uri().path();
-    let read_only =
-        matches!(path, "/healthz" | "/v1/models") || (path == "/metrics" && gw.metrics_on_main);
+    // `/` answers like `/healthz`: clients probe it (Claude Code sends `HEAD /`).
+    let read_only = matches!(path, "/" | "/healthz" | "/v1/models")
+        || (path == "/metrics" && gw.metrics_on_main);
     if read_only && !is_get(&req) {
         let id = request_id(&gw, &req);
         let route = match path {
-            "/healthz" => Route::Health,
+            "/" | "/healthz" => Route::Health,
             "/metrics" => Route::Metrics,
             _ => Route::Models,
         };
@@ -45,11 +46,12 @@ pub(crate) async fn route(
         let msg = format!("{path} requires GET");
         return Ok(proxy::method_not_allowed(c, Dialect::Chat, GET_HEAD, msg));
     }
-    let dialect = match path {
-        "/v1/chat/completions" => Dialect::Chat,
-        "/v1/messages" => Dialect::Messages,
-        "/v1/responses" => Dialect::Responses,
-        "/healthz" => return Ok(health(&gw.metrics)),
+    let (dialect, op) = match path {
+        "/v1/chat/completions" => (Dialect::Chat, Op::Generate),
+        "/v1/messages" => (Dialect::Messages, Op::Generate),
+        "/v1/messages/count_tokens" => (Dialect::Messages, Op::CountTokens),
+        "/v1/responses" => (Dialect::Responses, Op::Generate),
+        "/" | "/healthz" => return Ok(health(&gw.metrics)),
         "/metrics" if gw.metrics_on_main => return Ok(metrics(&gw.metrics)),
         "/v1/models" => return Ok(models(gw, &req)),
         _ => {
@@ -59,15 +61,16 @@ pub(crate) async fn route(
             return Ok(proxy::fail(c, Dialect::Chat, ErrorKind::NotFound, msg));
         }
     };
-    let route = match dialect {
-        Dialect::Chat => Route::ChatCompletions,
-        Dialect::Messages => Route::Messages,
-        Dialect::Responses => Route::Responses,
+    let route = match (dialect, op) {
+        (_, Op::CountTokens) => Route::CountTokens,
+        (Dialect::Chat, _) => Route::ChatCompletions,
+        (Dialect::Messages, _) => Route::Messages,
+        (Dialect::Responses, _) => Route::Responses,
     };
     let id = request_id(&gw, &req);
     let mut c = Settlement::begin(gw, route, id);
     c.conn = Some(conn);
-    Ok(proxy::handle(c, dialect, req).await)
+    Ok(proxy::handle(c, dialect, op, req).await)
 }
 
 /// The separate metrics listener's service (`server.metrics_listen`).

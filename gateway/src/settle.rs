@@ -28,6 +28,8 @@ pub(crate) struct Settlement {
     pub(crate) error: Option<&'static str>,
     /// Set when the answering target got the request translated, e.g. `messages->chat`.
     pub(crate) translated: Option<&'static str>,
+    /// Fields translation dropped (TRANSLATION.md); empty when none were.
+    pub(crate) dropped: Vec<String>,
     /// The client connection, to tell why a request ended early.
     pub(crate) conn: Option<Arc<ConnState>>,
 }
@@ -53,6 +55,7 @@ impl Settlement {
             upstream_ttfb: None,
             error: None,
             translated: None,
+            dropped: Vec::new(),
             conn: None,
         }
     }
@@ -121,6 +124,9 @@ impl Drop for Settlement {
                 }
             }
         }
+        if let (Some(mi), false) = (self.model, self.dropped.is_empty()) {
+            m.dropped(mi, &self.dropped);
+        }
         if gw.access_log.enabled() {
             gw.access_log.log(AccessRecord {
                 ts_ms: self.ts_ms,
@@ -137,6 +143,7 @@ impl Drop for Settlement {
                 output_tokens: self.usage.output,
                 error: self.error,
                 translated: self.translated,
+                dropped: std::mem::take(&mut self.dropped),
             });
         }
     }

@@ -12,11 +12,12 @@ use crate::access_log::AccessLog;
 use crate::auth::{Keys, UnsetSecret};
 use crate::buffer::BufferBudget;
 use crate::client::{self, ClientError, UpstreamClient};
-use crate::config::{Config, EnvError};
+use crate::config::{self, Config, EnvError};
 use crate::dialect::{Dialect, Provider};
 use crate::headers::{upstream_auth, ForwardError};
 use crate::metrics::Metrics;
 use crate::ratelimit::Limiter;
+use crate::translate::policy::{BuiltinTools, Policy};
 use crate::upstream_url::{UpstreamUrl, UrlError};
 
 /// One upstream target for one dialect, with everything precomputed.
@@ -34,6 +35,8 @@ pub(crate) struct Target {
     /// The dialect this target is sent: the client's own (passthrough, the fast path) or
     /// the provider's, the request and answer being translated (`crate::translate`).
     pub(crate) upstream: Dialect,
+    /// The upstream model takes a reasoning effort (`reasoning = true`).
+    pub(crate) reasoning: bool,
 }
 
 impl Target {
@@ -54,6 +57,8 @@ pub(crate) struct ModelEntry {
     pub(crate) translates: [bool; 3],
     /// `max_tokens` for an Anthropic target when a translated client sent none.
     pub(crate) default_max_tokens: u64,
+    /// What translation drops or refuses for this model.
+    pub(crate) policy: Policy,
     /// Client headers forwarded on top of the fixed allow-list (`forward_headers`).
     pub(crate) forward_headers: Vec<HeaderName>,
 }
@@ -154,6 +159,7 @@ impl State {
                         secret: secret.clone(),
                         provider: t.provider,
                         upstream,
+                        reasoning: t.reasoning,
                     });
                 }
             }
@@ -167,6 +173,13 @@ impl State {
                 default_max_tokens: m
                     .default_max_tokens
                     .unwrap_or(cfg.translation.default_max_tokens),
+                policy: Policy {
+                    strict: m.strict.unwrap_or(cfg.translation.strict),
+                    builtin_tools: match m.builtin_tools.unwrap_or(cfg.translation.builtin_tools) {
+                        config::BuiltinTools::Refuse => BuiltinTools::Refuse,
+                        config::BuiltinTools::Drop => BuiltinTools::Drop,
+                    },
+                },
                 forward_headers: m
                     .forward_headers
                     .iter()

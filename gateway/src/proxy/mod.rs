@@ -1,6 +1,7 @@
 //! Proxying an API request: authenticate, read the few fields needed, apply limits, forward
 //! to the model's targets in failover order, and pass the answer back.
 
+mod count_tokens;
 mod encoding;
 pub(crate) mod request;
 mod stream;
@@ -31,9 +32,19 @@ use translated::TranslatedStream;
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const X_GATEWAY_REQUEST_ID: HeaderName = HeaderName::from_static("x-gateway-request-id");
 
+/// What a request to a dialect's route asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// An answer from the model (the dialect's main route).
+    Generate,
+    /// Anthropic's `/v1/messages/count_tokens`: the prompt's size, nothing generated.
+    CountTokens,
+}
+
 pub(crate) async fn handle(
     mut c: Settlement,
     dialect: Dialect,
+    op: Op,
     req: Request<Incoming>,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
@@ -102,13 +113,18 @@ pub(crate) async fn handle(
     }
     let model = &gw.models[mi];
     let targets = &model.targets[dialect.index()];
+    if op == Op::CountTokens {
+        let query = parts.uri.query();
+        return count_tokens::answer(c, targets, &parts.headers, &body, &head, query).await;
+    }
     // Targets whose provider speaks another API get the request translated. It is parsed
     // once, here, so a field that cannot be translated is refused before any rate limit is
     // charged or upstream is called; passthrough-only models never get here.
     let translation = if model.translates[dialect.index()] {
         let first = targets.iter().find(|t| t.translates(dialect));
         let upstream = first.map_or(dialect, |t| t.upstream);
-        match translate::decode_request(dialect, upstream, &body) {
+        let reasoning = first.is_some_and(|t| t.reasoning);
+        match translate::decode_request(dialect, upstream, &body, model.policy, reasoning) {
             Ok(h) => Some(Ok(h)),
             Err(e) if targets.iter().all(|t| t.translates(dialect)) => {
                 return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string())
@@ -146,6 +162,8 @@ pub(crate) async fn handle(
         targets,
         translation: translation.as_ref(),
         default_max_tokens: model.default_max_tokens,
+        policy: model.policy,
+        query: parts.uri.query(),
     };
     forward(c, dialect, &parts.headers, extra, &body, &head, plan).await
 }
@@ -156,6 +174,10 @@ struct Plan<'a> {
     /// The request in hub form when some target translates (or why it cannot be).
     translation: Option<&'a Result<hub::Request, TranslateError>>,
     default_max_tokens: u64,
+    policy: translate::policy::Policy,
+    /// The client's query string (`?beta=true` from Anthropic's SDK): passed on to
+    /// passthrough targets, meaningless to a translated one.
+    query: Option<&'a str>,
 }
 
 impl Plan<'_> {
@@ -167,9 +189,12 @@ impl Plan<'_> {
         target: &Target,
         body: &Bytes,
         head: &request::RequestHead<'_>,
-    ) -> Result<Bytes, TranslateError> {
+    ) -> Result<translate::Encoded, TranslateError> {
         if !target.translates(dialect) {
-            return Ok(head.rewrite_model(body, &target.model_json));
+            return Ok(translate::Encoded {
+                body: head.rewrite_model(body, &target.model_json),
+                dropped: Vec::new(),
+            });
         }
         let hub = match self.translation {
             Some(Ok(h)) => h,
@@ -180,17 +205,23 @@ impl Plan<'_> {
             provider: target.provider,
             model: &target.model,
             default_max_tokens: self.default_max_tokens,
+            reasoning: target.reasoning,
+            policy: self.policy,
         };
         translate::encode_request(target.upstream, hub, info)
+    }
+
+    /// The decoded request, when some target translates.
+    fn hub(&self) -> Option<&hub::Request> {
+        match self.translation {
+            Some(Ok(h)) => Some(h),
+            _ => None,
+        }
     }
 
     /// Whether `target` will be called: not when the request cannot be translated for it.
     fn may_call(&self, dialect: Dialect, target: &Target) -> bool {
         !target.translates(dialect) || matches!(self.translation, Some(Ok(_)))
-    }
-
-    fn include_usage(&self) -> bool {
-        matches!(self.translation, Some(Ok(h)) if h.include_usage)
     }
 }
 
@@ -214,7 +245,7 @@ async fn forward(
     for (i, target) in targets.iter().enumerate() {
         // The last target that will be called: its 5xx goes to the client as it is.
         let last = !targets[i + 1..].iter().any(|t| plan.may_call(dialect, t));
-        let upstream_body = match plan.body(dialect, target, body, head) {
+        let encoded = match plan.body(dialect, target, body, head) {
             Ok(b) => b,
             Err(e) => {
                 untranslatable.get_or_insert(e);
@@ -225,12 +256,17 @@ async fn forward(
             slot.failovers.fetch_add(1, Relaxed);
         }
         tried += 1;
+        let uri = match plan.query.filter(|_| !target.translates(dialect)) {
+            Some(q) => with_query(&target.uri, q),
+            None => target.uri.clone(),
+        };
         let req = upstream_request(
             target,
+            uri,
             dialect,
             client_headers,
             extra_headers,
-            upstream_body,
+            encoded.body,
             &c.request_id,
         );
         let start = Instant::now();
@@ -268,10 +304,12 @@ async fn forward(
             }
         }
         c.upstream_ttfb = Some(start.elapsed());
-        if target.translates(dialect) {
+        if let (true, Some(hub)) = (target.translates(dialect), plan.hub()) {
             c.translated = Some(translate::label(dialect, target.upstream));
             slot.translated.fetch_add(1, Relaxed);
-            return respond_translated(c, dialect, resp, target, plan.include_usage()).await;
+            c.dropped = hub.dropped.clone();
+            c.dropped.extend(encoded.dropped);
+            return respond_translated(c, dialect, resp, target, hub).await;
         }
         return respond(c, dialect, resp, target).await;
     }
@@ -281,8 +319,16 @@ async fn forward(
     fail(c, dialect, failure.0, failure.1)
 }
 
+/// `uri` with the client's query string (which hyper already checked is URI-safe).
+fn with_query(uri: &http::Uri, query: &str) -> http::Uri {
+    format!("{uri}?{query}")
+        .parse()
+        .unwrap_or_else(|_| uri.clone())
+}
+
 fn upstream_request(
     target: &Target,
+    uri: http::Uri,
     dialect: Dialect,
     client_headers: &HeaderMap,
     extra_headers: &[HeaderName],
@@ -291,7 +337,7 @@ fn upstream_request(
 ) -> Request<Full<Bytes>> {
     let mut req = Request::new(Full::new(body));
     *req.method_mut() = Method::POST;
-    *req.uri_mut() = target.uri.clone();
+    *req.uri_mut() = uri;
     let h = req.headers_mut();
     headers::forward(h, client_headers, extra_headers);
     if target.translates(dialect) && target.provider != crate::dialect::Provider::Anthropic {
@@ -380,13 +426,19 @@ async fn respond_translated(
     dialect: Dialect,
     resp: Response<Incoming>,
     target: &Target,
-    include_usage: bool,
+    hub: &hub::Request,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
     let (parts, upstream_body) = resp.into_parts();
     let mut out = Response::new(full(Bytes::new()));
     *out.status_mut() = parts.status;
     let h = out.headers_mut();
+    // Every drop is visible to the client, on every answer (TRANSLATION.md).
+    if !c.dropped.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&c.dropped.join(", ")) {
+            h.insert(headers::X_GATEWAY_DROPPED_FIELDS, v);
+        }
+    }
     for (name, value) in &parts.headers {
         // The body is re-encoded: its type and encoding are the gateway's, not the upstream's.
         if headers::passes_back(name)
@@ -406,8 +458,12 @@ async fn respond_translated(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
-        let translator =
-            translate::stream::Translator::new(dialect, target.upstream, include_usage);
+        let translator = translate::stream::Translator::new(
+            dialect,
+            target.upstream,
+            hub.include_usage,
+            hub.view.clone(),
+        );
         *out.body_mut() =
             TranslatedStream::new(upstream_body, translator, c, gw.timeouts.idle, gzip).boxed();
         return out;
@@ -440,7 +496,7 @@ async fn respond_translated(
         bytes
     };
     let translated = if parts.status.is_success() {
-        match translate::translate_response(dialect, target.upstream, &plain) {
+        match translate::translate_response(dialect, target.upstream, &hub.view, &plain) {
             Ok((b, usage)) => {
                 c.usage = usage.accounting();
                 b

@@ -4,18 +4,19 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{
-    Image, Message, Output, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage,
+    Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role, StopReason, Tool,
+    ToolChoice, Usage,
 };
 use super::json::{
-    array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
-    up_str, up_u64,
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings, up_str, up_u64,
 };
+use super::policy::Verdicts;
 use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
 use crate::dialect::Provider;
 
-/// Fields accepted and ignored: they tune storage, billing or routing on OpenAI's side and
-/// cannot change the answer's content (TRANSLATION.md).
-const IGNORED: [&str; 6] = [
+/// Hints: they tune storage, billing or routing on OpenAI's side and cannot change the
+/// answer's content (TRANSLATION.md); dropped.
+const HINTS: [&str; 6] = [
     "store",
     "metadata",
     "service_tier",
@@ -24,8 +25,8 @@ const IGNORED: [&str; 6] = [
     "prompt_cache_retention",
 ];
 
-/// Decodes a chat completions request body.
-pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
+/// Decodes a chat completions request body; each field's fate goes to `cx`.
+pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
     walk::request(v, |k, val, r| {
         match k {
             "messages" => decode_messages(val, r)?,
@@ -41,24 +42,32 @@ pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, Tr
             "top_p" => r.top_p = Some(number(val, k)?),
             "stop" => r.stop = strings(val, k)?,
             "user" => r.user = Some(string(val, k)?),
-            "tools" => r.tools = decode_tools(val, api)?,
+            "tools" => r.tools = decode_tools(val, cx)?,
             "tool_choice" => r.tool_choice = Some(decode_tool_choice(val)?),
             "parallel_tool_calls" => r.parallel_tool_calls = Some(boolean(val, k)?),
-            "n" if val.as_u64() == Some(1) => {}
-            "n" => {
-                return Err(unsupported(
-                    k,
-                    api,
-                    "only one choice (n = 1) can be translated",
-                ))
+            "reasoning_effort" => {
+                let name = string(val, k)?;
+                if name != "none" {
+                    let effort = Effort::from_openai(&name).ok_or_else(|| {
+                        invalid(k, "must be none, minimal, low, medium, high or xhigh")
+                    })?;
+                    Reasoning::note(&mut r.reasoning, "reasoning_effort", Some(effort));
+                }
             }
+            // How wordy the answer is (GPT-5): a style hint no other API takes.
+            "verbosity" => cx.client_side(k, "no other API takes a verbosity"),
+            "web_search_options" => {
+                cx.builtin_tool(k, "web search runs only on OpenAI");
+            }
+            "n" if val.as_u64() == Some(1) => {}
+            "n" => cx.refuse(k, "only one choice (n = 1) can be translated"),
             "response_format" if val.get("type").and_then(Value::as_str) == Some("text") => {}
             "modalities" if *val == json!(["text"]) => {}
             "frequency_penalty" | "presence_penalty" | "logprobs" | "top_logprobs"
             | "logit_bias"
                 if is_inert(val) => {}
-            k if IGNORED.contains(&k) => {}
-            _ => return Err(unsupported(k, api, "it has no equivalent there")),
+            k if HINTS.contains(&k) => cx.hint(k),
+            _ => cx.refuse(k, "it has no equivalent there"),
         }
         Ok(())
     })
@@ -81,8 +90,16 @@ fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
         match role {
             "system" | "developer" => {
                 let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
-                r.system
-                    .push(texts(c, &format!("{at}.content"))?.join("\n"));
+                let text = texts(c, &format!("{at}.content"))?.join("\n");
+                // Before the first turn it is the system prompt; later, a turn in its place.
+                if r.messages.is_empty() {
+                    r.system.push(text);
+                } else {
+                    r.messages.push(Message {
+                        role: Role::System,
+                        parts: vec![Part::Text(text)],
+                    });
+                }
             }
             "user" => {
                 let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
@@ -219,24 +236,28 @@ fn user_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
     Ok(out)
 }
 
-fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
+fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateError> {
     walk::tools(v, |at, o| {
         if o.get("type").and_then(Value::as_str) != Some("function") {
-            return Err(unsupported(
+            cx.refuse(
                 format!("{at}.type"),
-                api,
                 "only function tools can be translated",
-            ));
+            );
+            return Ok(None);
         }
         let f = object(need(o, "function", at)?, &format!("{at}.function"))?;
-        Ok(Tool {
+        if f.get("strict").is_some_and(|s| !s.is_null()) {
+            // Schema enforcement of the arguments: the client validates them either way.
+            cx.hint(&format!("{at}.function.strict"));
+        }
+        Ok(Some(Tool {
             name: string(need(f, "name", at)?, &format!("{at}.function.name"))?,
             description: walk::description(f),
             parameters: f
                 .get("parameters")
                 .cloned()
                 .unwrap_or_else(walk::no_parameters),
-        })
+        }))
     })
 }
 
@@ -292,6 +313,14 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Value {
     }
     if !r.stop.is_empty() {
         o.insert("stop".into(), json!(r.stop));
+    }
+    if let Some(effort) = r
+        .reasoning
+        .as_ref()
+        .and_then(|re| re.effort)
+        .filter(|_| t.reasoning)
+    {
+        o.insert("reasoning_effort".into(), json!(effort.openai()));
     }
     if let Some(u) = &r.user {
         o.insert("user".into(), json!(u));
@@ -364,6 +393,18 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
                 }
                 _ => out.push(json!({"role": "user", "content": content})),
             }
+        }
+        // In place: chat takes system messages anywhere in the conversation.
+        Role::System => {
+            let text: Vec<&str> = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text(t) => Some(t.as_str()),
+                    _ => None,
+                })
+                .collect();
+            out.push(json!({"role": "system", "content": text.join("\n\n")}));
         }
         Role::Assistant => {
             let text: String = m
@@ -536,7 +577,16 @@ pub(crate) fn encode_response(r: &Response) -> Value {
 mod tests {
     use super::*;
 
-    const API: &str = "Anthropic messages";
+    /// Decodes through the whole policy, as the proxy does (default: lenient).
+    fn decode(v: &Value) -> Result<Request, TranslateError> {
+        crate::translate::decode_request(
+            crate::dialect::Dialect::Chat,
+            crate::dialect::Dialect::Messages,
+            v.to_string().as_bytes(),
+            crate::translate::policy::Policy::default(),
+            false,
+        )
+    }
 
     #[test]
     fn request_round_trip_keeps_every_translated_field() {
@@ -559,7 +609,7 @@ mod tests {
             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
             "tool_choice": "required", "parallel_tool_calls": false, "n": 1, "store": false,
         });
-        let r = decode_request(&body, API).unwrap();
+        let r = decode(&body).unwrap();
         assert_eq!(r.system, vec!["be brief", "and kind"]);
         assert_eq!(r.max_tokens, Some(100));
         assert_eq!(r.stop, vec!["END"]);
@@ -574,6 +624,8 @@ mod tests {
             provider: Provider::OpenaiCompatible,
             model: "up",
             default_max_tokens: 1,
+            reasoning: false,
+            policy: crate::translate::policy::Policy::default(),
         };
         let out = encode_request(&r, t);
         assert_eq!(out["model"], "up");
@@ -609,17 +661,17 @@ mod tests {
             ("seed", json!(1)),
         ] {
             let body = json!({"model": "m", "messages": [], k: v});
-            let e = decode_request(&body, API).unwrap_err();
+            let e = decode(&body).unwrap_err();
             assert!(e.to_string().contains(&format!("`{k}`")), "{e}");
         }
         let body = json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "input_audio"}]}]});
-        assert!(decode_request(&body, API)
+        assert!(decode(&body)
             .unwrap_err()
             .to_string()
             .contains("messages[0].content[0].type"));
         let inert =
             json!({"model": "m", "messages": [], "logprobs": false, "frequency_penalty": 0});
-        assert!(decode_request(&inert, API).is_ok());
+        assert!(decode(&inert).is_ok());
     }
 
     #[test]

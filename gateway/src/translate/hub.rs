@@ -27,12 +27,135 @@ pub(crate) struct Request {
     /// Chat clients only: `stream_options.include_usage` (whether the client wants the
     /// usage chunk). Translated chat upstreams are always asked for usage.
     pub(crate) include_usage: bool,
+    /// How hard the model should reason, when the client said (and which field said it).
+    pub(crate) reasoning: Option<Reasoning>,
+    /// Fields the decoder dropped (`policy`), by field: reported to the client and logged.
+    pub(crate) dropped: Vec<String>,
+    /// What the client's dialect needs to render the answer in its own terms.
+    pub(crate) view: ClientView,
 }
+
+/// Reasoning effort, on OpenAI's scale (Anthropic's `max` is `XHigh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+    XHigh,
+}
+
+impl Effort {
+    /// OpenAI's names (`reasoning_effort`, `reasoning.effort`); `none` is no request.
+    pub(crate) fn from_openai(s: &str) -> Option<Effort> {
+        Some(match s {
+            "minimal" => Effort::Minimal,
+            "low" => Effort::Low,
+            "medium" => Effort::Medium,
+            "high" => Effort::High,
+            "xhigh" => Effort::XHigh,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn openai(self) -> &'static str {
+        match self {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::XHigh => "xhigh",
+        }
+    }
+
+    /// Anthropic's `output_config.effort` names.
+    pub(crate) fn from_anthropic(s: &str) -> Option<Effort> {
+        Some(match s {
+            "low" => Effort::Low,
+            "medium" => Effort::Medium,
+            "high" => Effort::High,
+            "max" | "xhigh" => Effort::XHigh,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn anthropic(self) -> &'static str {
+        match self {
+            Effort::Minimal | Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::XHigh => "max",
+        }
+    }
+
+    /// An Anthropic thinking budget read as an effort (the scales meet nowhere exactly).
+    pub(crate) fn from_budget(tokens: u64) -> Effort {
+        match tokens {
+            0..=4096 => Effort::Low,
+            4097..=16384 => Effort::Medium,
+            _ => Effort::High,
+        }
+    }
+}
+
+/// A reasoning request: its effort (`None`: the model's own default) and the client fields
+/// that carried it, named when a target that takes no reasoning control drops them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Reasoning {
+    pub(crate) effort: Option<Effort>,
+    pub(crate) fields: Vec<&'static str>,
+}
+
+impl Reasoning {
+    /// Records that `field` asked for reasoning; `effort`, when given, is what it asked for.
+    pub(crate) fn note(r: &mut Option<Reasoning>, field: &'static str, effort: Option<Effort>) {
+        let re = r.get_or_insert_with(Reasoning::default);
+        re.fields.push(field);
+        if effort.is_some() {
+            re.effort = effort;
+        }
+    }
+}
+
+/// The client's own view of the request, for rendering the answer: which upstream function
+/// names stand for its custom or namespaced tools, and (Responses) the request fields a
+/// response object echoes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ClientView {
+    /// Only tools that are not plain functions to the client; usually none.
+    pub(crate) tools: Vec<(String, ToolKind)>,
+    /// Responses only: `tools`, `tool_choice`, `instructions`, ... as the client sent them.
+    pub(crate) echo: serde_json::Map<String, Value>,
+}
+
+impl ClientView {
+    /// How the client knows the upstream function `name`.
+    pub(crate) fn kind(&self, name: &str) -> Option<&ToolKind> {
+        self.tools.iter().find(|(n, _)| n == name).map(|(_, k)| k)
+    }
+}
+
+/// A tool the client declared as something other than a plain function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ToolKind {
+    /// A Responses `custom` (freeform) tool: upstream a function with one string argument,
+    /// [`CUSTOM_INPUT`]; its calls go back as `custom_tool_call` items.
+    Custom,
+    /// A function inside a Responses `namespace` tool: flattened upstream; its calls go back
+    /// with the client's `namespace` and `name`.
+    Namespaced { namespace: String, name: String },
+}
+
+/// The argument a custom tool's freeform input travels in, upstream.
+pub(crate) const CUSTOM_INPUT: &str = "input";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
     User,
     Assistant,
+    /// A system (or developer) turn in the middle of the conversation, in its place; text
+    /// only. System text before the first turn is [`Request::system`].
+    System,
 }
 
 #[derive(Debug, Clone, PartialEq)]

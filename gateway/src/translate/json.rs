@@ -11,18 +11,6 @@ pub(crate) fn invalid(field: impl Into<String>, why: impl Into<String>) -> Trans
     }
 }
 
-pub(crate) fn unsupported(
-    field: impl Into<String>,
-    upstream: &'static str,
-    why: &'static str,
-) -> TranslateError {
-    TranslateError::Unsupported {
-        field: field.into(),
-        upstream,
-        why,
-    }
-}
-
 pub(crate) fn object<'a>(
     v: &'a Value,
     field: &str,

@@ -4,141 +4,252 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{
-    Image, Message, Output, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage,
+    Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role, StopReason, Tool,
+    ToolChoice, Usage,
 };
 use super::json::{
-    array, boolean, count, invalid, is_inert, need, number, object, string, strings, unsupported,
-    up_str, up_u64,
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings, up_str, up_u64,
 };
+use super::policy::Verdicts;
 use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
 
-/// Decodes an Anthropic messages request body.
-pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    walk::request(v, |k, val, r| {
+/// Decodes an Anthropic messages request body; each field's fate goes to `cx`.
+pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
+    let mut effort = None;
+    let mut r = walk::request(v, |k, val, r| {
         match k {
-            "messages" => decode_messages(val, r)?,
-            "system" => r.system = block_texts(val, "system")?,
+            "messages" => decode_messages(val, r, cx)?,
+            "system" => r.system = system_texts(val, "system", cx)?,
             "max_tokens" => r.max_tokens = Some(count(val, k)?),
             "stop_sequences" => r.stop = strings(val, k)?,
             "temperature" => r.temperature = Some(number(val, k)?),
             "top_p" => r.top_p = Some(number(val, k)?),
             "stream" => r.stream = boolean(val, k)?,
-            "tools" => r.tools = decode_tools(val, api)?,
+            "tools" => r.tools = decode_tools(val, cx)?,
             "tool_choice" => decode_tool_choice(val, r)?,
-            "metadata" => {
-                let m = object(val, k)?;
-                if let Some(u) = m.get("user_id").filter(|u| !u.is_null()) {
-                    r.user = Some(string(u, "metadata.user_id")?);
-                }
+            "metadata" => decode_metadata(val, r, cx)?,
+            "service_tier" => cx.hint(k),
+            "thinking" => decode_thinking(val, r)?,
+            "output_config" => effort = decode_output_config(val, cx)?,
+            // Clears old thinking blocks from the context: none come back through translation.
+            "context_management" => {
+                cx.client_side(k, "it edits thinking blocks, and none come back translated")
             }
-            // Priority/latency tier: cannot change the answer.
-            "service_tier" => {}
-            "thinking" if val.get("type").and_then(Value::as_str) == Some("disabled") => {}
-            "top_k" | "thinking" | "container" | "mcp_servers" | "context_management"
-                if is_inert(val) => {}
-            _ => return Err(unsupported(k, api, "it has no equivalent there")),
+            "top_k" | "container" | "mcp_servers" if is_inert(val) => {}
+            _ => cx.refuse(k, "it has no equivalent there"),
         }
         Ok(())
-    })
+    })?;
+    // `output_config.effort` says how hard, over a `thinking` budget's reading.
+    if let Some(effort) = effort {
+        Reasoning::note(&mut r.reasoning, "output_config.effort", Some(effort));
+    }
+    Ok(r)
 }
 
-/// `system` and tool-result style content: a string or text blocks.
-fn block_texts(v: &Value, at: &str) -> Result<Vec<String>, TranslateError> {
+/// `metadata.user_id` is an end-user id for abuse tracking; Claude Code puts a JSON blob of
+/// its device hash and session id there, which is no user id to any other provider.
+fn decode_metadata(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), TranslateError> {
+    let m = object(v, "metadata")?;
+    if let Some(u) = m.get("user_id").filter(|u| !u.is_null()) {
+        let id = string(u, "metadata.user_id")?;
+        if id.len() <= USER_ID_MAX && !id.starts_with('{') {
+            r.user = Some(id);
+        } else {
+            cx.client_side(
+                "metadata.user_id",
+                "it holds a client session record, not a user id",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Longest `metadata.user_id` passed on as an end-user id (OpenAI's `safety_identifier` limit).
+const USER_ID_MAX: usize = 64;
+
+/// `thinking`: enabled (with a budget), adaptive (the model decides) or disabled.
+fn decode_thinking(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
+    let o = object(v, "thinking")?;
+    let effort = match o.get("type").and_then(Value::as_str) {
+        Some("disabled") => return Ok(()),
+        Some("enabled") => o
+            .get("budget_tokens")
+            .and_then(Value::as_u64)
+            .map(Effort::from_budget),
+        Some("adaptive") => None,
+        _ => {
+            return Err(invalid(
+                "thinking.type",
+                "must be enabled, adaptive or disabled",
+            ))
+        }
+    };
+    Reasoning::note(&mut r.reasoning, "thinking", effort);
+    Ok(())
+}
+
+/// `output_config`: its `effort`, read after every field (it wins over a thinking budget).
+fn decode_output_config(v: &Value, cx: &mut Verdicts) -> Result<Option<Effort>, TranslateError> {
+    let mut effort = None;
+    for (k, val) in object(v, "output_config")? {
+        let at = format!("output_config.{k}");
+        match k.as_str() {
+            _ if val.is_null() => {}
+            "effort" => {
+                let name = string(val, &at)?;
+                effort = Some(
+                    Effort::from_anthropic(&name)
+                        .ok_or_else(|| invalid(&at, "must be low, medium, high or max"))?,
+                );
+            }
+            _ => cx.refuse(at, "it has no equivalent there"),
+        }
+    }
+    Ok(effort)
+}
+
+/// `system`: a string or text blocks. Claude Code's first block is its billing line
+/// (`x-anthropic-billing-header: cc_version=...`): Anthropic's accounting, noise in any
+/// other model's prompt (and a per-version prefix that defeats its prompt caching).
+fn system_texts(v: &Value, at: &str, cx: &mut Verdicts) -> Result<Vec<String>, TranslateError> {
     if let Some(s) = v.as_str() {
         return Ok(vec![s.to_owned()]);
     }
-    array(v, at)?
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let at = format!("{at}[{i}]");
-            let o = object(b, &at)?;
-            if o.get("type").and_then(Value::as_str) != Some("text") {
-                return Err(invalid(
-                    format!("{at}.type"),
-                    "only text blocks are allowed here",
-                ));
-            }
-            string(need(o, "text", &at)?, &format!("{at}.text"))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for (i, b) in array(v, at)?.iter().enumerate() {
+        let at = format!("{at}[{i}]");
+        let text = text_block(b, &at, cx)?;
+        if text.starts_with(BILLING_LINE) {
+            cx.hint(&format!("{at}.{}", BILLING_LINE.trim_end_matches(':')));
+        } else {
+            out.push(text);
+        }
+    }
+    Ok(out)
 }
 
-fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
+const BILLING_LINE: &str = "x-anthropic-billing-header:";
+
+/// A text block's text (its hints noted).
+fn text_block(b: &Value, at: &str, cx: &mut Verdicts) -> Result<String, TranslateError> {
+    let o = object(b, at)?;
+    if o.get("type").and_then(Value::as_str) != Some("text") {
+        return Err(invalid(
+            format!("{at}.type"),
+            "only text blocks are allowed here",
+        ));
+    }
+    block_hints(o, at, cx);
+    string(need(o, "text", at)?, &format!("{at}.text"))
+}
+
+/// `cache_control` on any block is a caching hint: it never changes the answer.
+fn block_hints(o: &Map<String, Value>, at: &str, cx: &mut Verdicts) {
+    if o.get("cache_control").is_some_and(|c| !c.is_null()) {
+        cx.hint(&format!("{at}.cache_control"));
+    }
+}
+
+fn decode_messages(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), TranslateError> {
     for (i, m) in array(v, "messages")?.iter().enumerate() {
         let at = format!("messages[{i}]");
         let o = object(m, &at)?;
         let role = match need(o, "role", &at)?.as_str() {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
+            // Claude Code's mid-conversation system turns (its environment, deferred tools).
+            Some("system") => Role::System,
             _ => {
                 return Err(invalid(
                     format!("{at}.role"),
-                    "must be \"user\" or \"assistant\"",
+                    "must be \"user\", \"assistant\" or \"system\"",
                 ))
             }
         };
         let content = need(o, "content", &at)?;
+        let at = format!("{at}.content");
         let parts = match content {
             Value::String(s) => vec![Part::Text(s.clone())],
-            _ => array(content, &format!("{at}.content"))?
-                .iter()
-                .enumerate()
-                .map(|(j, b)| decode_block(b, &format!("{at}.content[{j}]")))
-                .collect::<Result<_, _>>()?,
+            _ if role == Role::System => system_texts(content, &at, cx)?
+                .into_iter()
+                .map(Part::Text)
+                .collect(),
+            _ => {
+                let mut parts = Vec::new();
+                for (j, b) in array(content, &at)?.iter().enumerate() {
+                    if let Some(p) = decode_block(b, &format!("{at}[{j}]"), cx)? {
+                        parts.push(p);
+                    }
+                }
+                parts
+            }
         };
         r.messages.push(Message { role, parts });
     }
     Ok(())
 }
 
-fn decode_block(b: &Value, at: &str) -> Result<Part, TranslateError> {
+/// One content block; `None` when it is dropped.
+fn decode_block(b: &Value, at: &str, cx: &mut Verdicts) -> Result<Option<Part>, TranslateError> {
     let o = object(b, at)?;
-    // `cache_control` is a caching hint: it never changes the answer.
-    match o.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(Part::Text(string(
-            need(o, "text", at)?,
-            &format!("{at}.text"),
-        )?)),
-        Some("image") => {
-            decode_image(need(o, "source", at)?, &format!("{at}.source")).map(Part::Image)
-        }
-        Some("tool_use") => Ok(Part::ToolCall {
+    block_hints(o, at, cx);
+    Ok(Some(match o.get("type").and_then(Value::as_str) {
+        Some("text") => Part::Text(string(need(o, "text", at)?, &format!("{at}.text"))?),
+        Some("image") => Part::Image(decode_image(
+            need(o, "source", at)?,
+            &format!("{at}.source"),
+        )?),
+        Some("tool_use") => Part::ToolCall {
             id: string(need(o, "id", at)?, &format!("{at}.id"))?,
             name: string(need(o, "name", at)?, &format!("{at}.name"))?,
             arguments: serde_json::to_string(o.get("input").unwrap_or(&json!({})))
                 .expect("a JSON value serializes"),
-        }),
+        },
         Some("tool_result") => {
-            let content = match o.get("content").filter(|c| !c.is_null()) {
-                None => Vec::new(),
-                Some(Value::String(s)) => vec![Part::Text(s.clone())],
-                Some(c) => array(c, &format!("{at}.content"))?
-                    .iter()
-                    .enumerate()
-                    .map(|(k, b)| {
+            let mut content = Vec::new();
+            match o.get("content").filter(|c| !c.is_null()) {
+                None => {}
+                Some(Value::String(s)) => content.push(Part::Text(s.clone())),
+                Some(c) => {
+                    for (k, b) in array(c, &format!("{at}.content"))?.iter().enumerate() {
                         let at = format!("{at}.content[{k}]");
-                        match decode_block(b, &at)? {
-                            p @ (Part::Text(_) | Part::Image(_)) => Ok(p),
-                            _ => Err(invalid(at, "a tool result holds text and images only")),
+                        match decode_block(b, &at, cx)? {
+                            None => {}
+                            Some(p @ (Part::Text(_) | Part::Image(_))) => content.push(p),
+                            Some(_) => {
+                                return Err(invalid(at, "a tool result holds text and images only"))
+                            }
                         }
-                    })
-                    .collect::<Result<_, _>>()?,
-            };
-            Ok(Part::ToolResult {
+                    }
+                }
+            }
+            Part::ToolResult {
                 id: string(need(o, "tool_use_id", at)?, &format!("{at}.tool_use_id"))?,
                 content,
                 is_error: o.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-            })
+            }
         }
-        other => Err(invalid(
-            format!("{at}.type"),
-            format!(
-                "content block {:?} cannot be translated",
-                other.unwrap_or("(none)")
-            ),
-        )),
-    }
+        // The model's own hidden reasoning from an earlier turn: no other model can read it
+        // (it is signed for Anthropic), and none comes back through translation.
+        Some(ty @ ("thinking" | "redacted_thinking")) => {
+            cx.client_side(
+                &format!("{at} ({ty})"),
+                "earlier thinking is readable only by Anthropic's models",
+            );
+            return Ok(None);
+        }
+        other => {
+            cx.refuse(
+                format!("{at}.type"),
+                format!(
+                    "content block {:?} cannot be translated",
+                    other.unwrap_or("(none)")
+                ),
+            );
+            return Ok(None);
+        }
+    }))
 }
 
 fn decode_image(src: &Value, at: &str) -> Result<Image, TranslateError> {
@@ -159,25 +270,52 @@ fn decode_image(src: &Value, at: &str) -> Result<Image, TranslateError> {
     }
 }
 
-fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
+fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateError> {
     walk::tools(v, |at, o| {
         match o.get("type").and_then(Value::as_str) {
             None | Some("custom") => {}
-            Some(_) => {
-                return Err(unsupported(
-                    format!("{at}.type"),
-                    api,
-                    "Anthropic server tools run only on Anthropic",
-                ))
+            // Server tools (web_search_*, web_fetch_*, code_execution_*) run on Anthropic;
+            // bash_*, text_editor_*, computer_*, memory_* run on the client but have a
+            // schema only Anthropic's models know.
+            Some(ty) => {
+                let field = format!("{at} ({ty})");
+                if ANTHROPIC_DEFINED_CLIENT_TOOLS
+                    .iter()
+                    .any(|p| ty.starts_with(p))
+                {
+                    cx.refuse(
+                        field,
+                        "an Anthropic-defined tool: its schema is known only to Anthropic's models",
+                    );
+                } else {
+                    cx.builtin_tool(&field, "a server tool that runs only on Anthropic");
+                }
+                return Ok(None);
             }
         }
-        Ok(Tool {
+        for (k, val) in o {
+            let field = format!("{at}.{k}");
+            match k.as_str() {
+                "name" | "description" | "input_schema" | "type" => {}
+                _ if val.is_null() => {}
+                // Deferred loading and eager streaming shape how the tool is delivered, not
+                // what it does; `strict` is enforced by the client's own validation.
+                "cache_control" | "defer_loading" | "eager_input_streaming" | "strict" => {
+                    cx.hint(&field)
+                }
+                "input_examples" => cx.client_side(&field, "no other API takes tool examples"),
+                _ => cx.refuse(field, "it has no equivalent there"),
+            }
+        }
+        Ok(Some(Tool {
             name: string(need(o, "name", at)?, &format!("{at}.name"))?,
             description: walk::description(o),
             parameters: need(o, "input_schema", at)?.clone(),
-        })
+        }))
     })
 }
+
+const ANTHROPIC_DEFINED_CLIENT_TOOLS: [&str; 4] = ["bash_", "text_editor_", "computer_", "memory_"];
 
 fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
     let o = object(v, "tool_choice")?;
@@ -207,7 +345,17 @@ fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> 
 pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, TranslateError> {
     let mut messages: Vec<Value> = Vec::new();
     let mut last_role = None;
+    // Anthropic takes system text only at the top: mid-conversation system turns join it,
+    // in order.
+    let mut system: Vec<&str> = r.system.iter().map(String::as_str).collect();
     for (i, m) in r.messages.iter().enumerate() {
+        if m.role == Role::System {
+            system.extend(m.parts.iter().filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_str()),
+                _ => None,
+            }));
+            continue;
+        }
         let blocks = m
             .parts
             .iter()
@@ -217,9 +365,11 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
         if blocks.is_empty() {
             continue;
         }
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
+        // System turns went to `system` above.
+        let role = if m.role == Role::User {
+            "user"
+        } else {
+            "assistant"
         };
         if last_role == Some(role) {
             let prev = messages.last_mut().expect("a previous turn exists");
@@ -239,13 +389,23 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
         json!(r.max_tokens.unwrap_or(t.default_max_tokens)),
     );
     o.insert("messages".into(), Value::Array(messages));
-    if !r.system.is_empty() {
-        let blocks: Vec<Value> = r
-            .system
+    if !system.is_empty() {
+        let blocks: Vec<Value> = system
             .iter()
             .map(|s| json!({"type": "text", "text": s}))
             .collect();
         o.insert("system".into(), Value::Array(blocks));
+    }
+    if let Some(effort) = r
+        .reasoning
+        .as_ref()
+        .and_then(|re| re.effort)
+        .filter(|_| t.reasoning)
+    {
+        o.insert(
+            "output_config".into(),
+            json!({"effort": effort.anthropic()}),
+        );
     }
     if r.stream {
         o.insert("stream".into(), json!(true));
@@ -462,13 +622,24 @@ mod tests {
     use super::*;
     use crate::dialect::Provider;
 
-    const API: &str = "OpenAI chat completions";
+    /// Decodes through the whole policy, as the proxy does (default: lenient).
+    fn decode(v: &Value) -> Result<Request, TranslateError> {
+        crate::translate::decode_request(
+            crate::dialect::Dialect::Messages,
+            crate::dialect::Dialect::Chat,
+            v.to_string().as_bytes(),
+            crate::translate::policy::Policy::default(),
+            false,
+        )
+    }
 
     fn target() -> TargetInfo<'static> {
         TargetInfo {
             provider: Provider::Anthropic,
             model: "claude-up",
             default_max_tokens: 777,
+            reasoning: false,
+            policy: crate::translate::policy::Policy::default(),
         }
     }
 
@@ -488,7 +659,7 @@ mod tests {
             "tools": [{"name": "f", "input_schema": {"type": "object"}}],
             "tool_choice": {"type": "any", "disable_parallel_tool_use": true},
         });
-        let r = decode_request(&body, API).unwrap();
+        let r = decode(&body).unwrap();
         assert_eq!(r.system, vec!["sys"]);
         assert_eq!(r.user.as_deref(), Some("u"));
         assert_eq!(r.tool_choice, Some(ToolChoice::Required));
@@ -604,24 +775,12 @@ mod tests {
 
     #[test]
     fn untranslatable_fields_are_named() {
-        for (k, v) in [
-            ("top_k", json!(5)),
-            (
-                "thinking",
-                json!({"type": "enabled", "budget_tokens": 1000}),
-            ),
-        ] {
-            let body = json!({"model": "m", "max_tokens": 1, "messages": [], k: v});
-            assert!(decode_request(&body, API)
-                .unwrap_err()
-                .to_string()
-                .contains(&format!("`{k}`")));
-        }
+        let body = json!({"model": "m", "max_tokens": 1, "messages": [], "top_k": 5});
+        assert!(decode(&body).unwrap_err().to_string().contains("`top_k`"));
         let body = json!({"model": "m", "max_tokens": 1, "messages": [], "tools": [{"type": "web_search_20250305", "name": "web_search"}]});
-        assert!(decode_request(&body, API)
-            .unwrap_err()
-            .to_string()
-            .contains("tools[0].type"));
+        let e = decode(&body).unwrap_err().to_string();
+        assert!(e.contains("tools[0] (web_search_20250305)"), "{e}");
+        assert!(e.contains("builtin_tools = \"drop\""), "{e}");
     }
 
     #[test]

@@ -9,14 +9,16 @@
 //! - [`stream`]: event-by-event stream translation (upstream decoders, client encoders).
 //! - [`errors`]: upstream error bodies re-rendered in the client's envelope.
 //!
-//! What cannot be translated without changing the answer is refused with a 400 naming the
-//! field ([`TranslateError`]); TRANSLATION.md lists the policy field by field.
+//! Each field the target's API lacks is mapped, dropped or refused ([`policy`]); one 400
+//! names every refused field ([`TranslateError`]); TRANSLATION.md lists the policy field by
+//! field.
 
 pub(crate) mod chat;
 pub(crate) mod errors;
 pub(crate) mod hub;
 mod json;
 pub(crate) mod messages;
+pub(crate) mod policy;
 pub(crate) mod responses;
 pub(crate) mod stream;
 mod walk;
@@ -29,12 +31,12 @@ use crate::dialect::Provider;
 /// A client request that cannot be translated: answered with a 400 in the client's dialect.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum TranslateError {
-    /// A field with no equivalent in the target's API: dropping it would change the answer.
-    #[error("`{field}` is not supported by this model's upstream ({upstream} API): {why}")]
+    /// Fields with no equivalent in the target's API: dropping them would change the
+    /// answer. Every one the request holds, each with its path.
+    #[error("{}", policy::describe(fields, upstream))]
     Unsupported {
-        field: String,
+        fields: Vec<policy::Refusal>,
         upstream: &'static str,
-        why: &'static str,
     },
     /// A field of the wrong shape (the upstream would have refused it too).
     #[error("`{field}`: {why}")]
@@ -54,6 +56,9 @@ pub(crate) struct TargetInfo<'a> {
     pub(crate) model: &'a str,
     /// `max_tokens` to send to Anthropic when the client sent none.
     pub(crate) default_max_tokens: u64,
+    /// Whether the upstream model takes a reasoning effort (`reasoning = true`).
+    pub(crate) reasoning: bool,
+    pub(crate) policy: policy::Policy,
 }
 
 /// The label naming a translation in the access log, e.g. `messages->chat`.
@@ -69,24 +74,55 @@ pub(crate) const fn label(client: Dialect, upstream: Dialect) -> &'static str {
     }
 }
 
-/// Decodes a client body of `client` dialect into the hub. `upstream` only names the
-/// target's API in refusals.
+/// Decodes a client body of `client` dialect into the hub, under `policy`. `upstream`
+/// names the first translating target's API in refusals; `reasoning`: whether that target
+/// takes a reasoning effort.
 pub(crate) fn decode_request(
     client: Dialect,
     upstream: Dialect,
     body: &[u8],
+    policy: policy::Policy,
+    reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| TranslateError::Invalid {
             field: "body".into(),
             why: format!("not valid JSON ({e})"),
         })?;
-    let api = api_name(upstream);
-    match client {
-        Dialect::Chat => chat::decode_request(&v, api),
-        Dialect::Messages => messages::decode_request(&v, api),
-        Dialect::Responses => responses::decode_request(&v, api),
+    let mut verdicts = policy::Verdicts::new(policy);
+    let mut r = match client {
+        Dialect::Chat => chat::decode_request(&v, &mut verdicts)?,
+        Dialect::Messages => messages::decode_request(&v, &mut verdicts)?,
+        Dialect::Responses => responses::decode_request(&v, &mut verdicts)?,
+    };
+    // Strict: the reasoning fields the first target cannot take belong in the same one 400
+    // (encoding drops them per target otherwise).
+    if policy.strict {
+        no_reasoning(&r, reasoning, &mut verdicts);
     }
+    r.dropped = verdicts.finish(api_name(upstream))?;
+    Ok(r)
+}
+
+/// The reasoning fields of `req` are dropped (or, strict, refused) for a target that takes
+/// no reasoning control.
+fn no_reasoning(req: &hub::Request, target_reasons: bool, verdicts: &mut policy::Verdicts) {
+    if target_reasons {
+        return;
+    }
+    for field in req.reasoning.iter().flat_map(|r| &r.fields) {
+        verdicts.client_side(
+            field,
+            "this target takes no reasoning control (`reasoning = true` on a target whose model does)",
+        );
+    }
+}
+
+/// An encoded upstream body, and the fields dropped for this target on top of the
+/// request's own (a reasoning effort the target's model takes no control for).
+pub(crate) struct Encoded {
+    pub(crate) body: Bytes,
+    pub(crate) dropped: Vec<String>,
 }
 
 /// Encodes a hub request in the `upstream` dialect for `target`.
@@ -94,21 +130,26 @@ pub(crate) fn encode_request(
     upstream: Dialect,
     req: &hub::Request,
     target: TargetInfo<'_>,
-) -> Result<Bytes, TranslateError> {
+) -> Result<Encoded, TranslateError> {
+    let mut verdicts = policy::Verdicts::new(target.policy);
+    no_reasoning(req, target.reasoning, &mut verdicts);
     let v = match upstream {
         Dialect::Chat => chat::encode_request(req, target),
         Dialect::Messages => messages::encode_request(req, target)?,
         Dialect::Responses => unreachable!("no provider is translated to Responses"),
     };
-    Ok(Bytes::from(
-        serde_json::to_vec(&v).expect("a JSON value serializes"),
-    ))
+    let dropped = verdicts.finish(api_name(upstream))?;
+    Ok(Encoded {
+        body: Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes")),
+        dropped,
+    })
 }
 
 /// Translates a complete successful upstream body (in `upstream` dialect) for the client.
 pub(crate) fn translate_response(
     client: Dialect,
     upstream: Dialect,
+    view: &hub::ClientView,
     body: &[u8],
 ) -> Result<(Bytes, hub::Usage), UpstreamShapeError> {
     let v: serde_json::Value = serde_json::from_slice(body)
@@ -125,7 +166,7 @@ pub(crate) fn translate_response(
     let out = match client {
         Dialect::Chat => chat::encode_response(&resp),
         Dialect::Messages => messages::encode_response(&resp),
-        Dialect::Responses => responses::encode_response(&resp),
+        Dialect::Responses => responses::encode_response(&resp, view),
     };
     Ok((
         Bytes::from(serde_json::to_vec(&out).expect("a JSON value serializes")),

@@ -1,19 +1,19 @@
 //! OpenAI Responses codec: client requests into the hub and hub answers into Responses
 //! objects. No provider is translated *to* Responses, so there is no upstream side.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::hub::{
-    Image, Message, Output, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage,
+    ClientView, Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role,
+    StopReason, Tool, ToolChoice, ToolKind, Usage, CUSTOM_INPUT,
 };
-use super::json::{
-    array, boolean, count, invalid, is_inert, need, number, object, string, unsupported,
-};
+use super::json::{array, boolean, count, invalid, is_inert, need, number, object, string};
+use super::policy::Verdicts;
 use super::{walk, TranslateError};
 
-/// Accepted and ignored: storage and billing hints that cannot change the answer (nothing
-/// is stored by a translated request, so `previous_response_id` is refused instead).
-const IGNORED: [&str; 7] = [
+/// Hints: storage and billing that cannot change the answer (nothing is stored by a
+/// translated request, which is why `previous_response_id` is refused); dropped.
+const HINTS: [&str; 7] = [
     "store",
     "metadata",
     "service_tier",
@@ -23,38 +23,119 @@ const IGNORED: [&str; 7] = [
     "prompt_cache_retention",
 ];
 
-/// Decodes a Responses request body.
-pub(crate) fn decode_request(v: &Value, api: &'static str) -> Result<Request, TranslateError> {
-    walk::request(v, |k, val, r| {
+/// Request fields a response object repeats back, as the client sent them.
+const ECHOED: [&str; 7] = [
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "instructions",
+    "max_output_tokens",
+    "temperature",
+    "top_p",
+];
+
+/// Decodes a Responses request body; each field's fate goes to `cx`.
+pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
+    let mut r = walk::request(v, |k, val, r| {
         match k {
-            "input" => decode_input(val, r)?,
+            "input" => decode_input(val, r, cx)?,
             "instructions" => r.system.insert(0, string(val, k)?),
             "stream" => r.stream = boolean(val, k)?,
             "max_output_tokens" => r.max_tokens = Some(count(val, k)?),
             "temperature" => r.temperature = Some(number(val, k)?),
             "top_p" => r.top_p = Some(number(val, k)?),
             "user" => r.user = Some(string(val, k)?),
-            "tools" => r.tools = decode_tools(val, api)?,
-            "tool_choice" => r.tool_choice = Some(decode_tool_choice(val, api)?),
+            "tools" => r.tools = decode_tools(val, &mut r.view, cx)?,
+            "tool_choice" => r.tool_choice = decode_tool_choice(val, cx)?,
             "parallel_tool_calls" => r.parallel_tool_calls = Some(boolean(val, k)?),
+            "reasoning" => decode_reasoning(val, r, cx)?,
+            "include" => decode_include(val, cx)?,
+            "text" => decode_text(val, cx)?,
+            // Codex's ids of its thread, turn and window, for its own telemetry.
+            "client_metadata" => cx.client_side(k, "it is the client's own session metadata"),
             "truncation" if val == "disabled" => {}
-            "text" if text_is_plain(val) => {}
-            "include" | "reasoning" | "top_logprobs" | "background" if is_inert(val) => {}
-            k if IGNORED.contains(&k) => {}
-            _ => return Err(unsupported(k, api, "it has no equivalent there")),
+            "top_logprobs" | "background" | "max_tool_calls" if is_inert(val) => {}
+            k if HINTS.contains(&k) => cx.hint(k),
+            _ => cx.refuse(k, "it has no equivalent there"),
         }
         Ok(())
-    })
+    })?;
+    if let Some(o) = v.as_object() {
+        for k in ECHOED {
+            if let Some(val) = o.get(k) {
+                r.view.echo.insert(k.to_owned(), val.clone());
+            }
+        }
+    }
+    Ok(r)
 }
 
-/// `text` asking for plain text output (the default); a JSON schema cannot be translated.
-fn text_is_plain(v: &Value) -> bool {
-    v.get("format")
-        .is_none_or(|f| f.get("type").and_then(Value::as_str) == Some("text"))
-        && v.get("verbosity").is_none_or(Value::is_null)
+/// `reasoning`: `effort` maps where the target takes it; `summary` asks for a summary of
+/// the reasoning, which never comes back through translation.
+fn decode_reasoning(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), TranslateError> {
+    for (k, val) in object(v, "reasoning")? {
+        let at = format!("reasoning.{k}");
+        match k.as_str() {
+            _ if val.is_null() => {}
+            "effort" => {
+                let name = string(val, &at)?;
+                if name != "none" {
+                    let effort = Effort::from_openai(&name).ok_or_else(|| {
+                        invalid(&at, "must be none, minimal, low, medium, high or xhigh")
+                    })?;
+                    Reasoning::note(&mut r.reasoning, "reasoning.effort", Some(effort));
+                }
+            }
+            "summary" | "generate_summary" => {
+                cx.client_side(&at, "no reasoning summary comes back translated")
+            }
+            _ => cx.refuse(at, "it has no equivalent there"),
+        }
+    }
+    Ok(())
 }
 
-fn decode_input(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
+/// `include`: extra output the client wants. Encrypted reasoning (to send back next turn)
+/// and the results of hosted tools never exist in a translated answer.
+fn decode_include(v: &Value, cx: &mut Verdicts) -> Result<(), TranslateError> {
+    for (i, item) in array(v, "include")?.iter().enumerate() {
+        let at = format!("include[{i}]");
+        match item.as_str() {
+            Some("reasoning.encrypted_content") => cx.client_side(
+                &format!("include ({})", "reasoning.encrypted_content"),
+                "no encrypted reasoning comes back translated",
+            ),
+            Some(
+                x @ ("web_search_call.results"
+                | "web_search_call.action.sources"
+                | "file_search_call.results"
+                | "code_interpreter_call.outputs"
+                | "computer_call_output.output.image_url"
+                | "message.input_image.image_url"),
+            ) => cx.hint(&format!("include ({x})")),
+            Some(x) => cx.refuse(format!("{at} ({x})"), "it has no equivalent there"),
+            None => return Err(invalid(at, "must be a string")),
+        }
+    }
+    Ok(())
+}
+
+/// `text`: plain text output (the default) translates; a JSON schema does not.
+fn decode_text(v: &Value, cx: &mut Verdicts) -> Result<(), TranslateError> {
+    for (k, val) in object(v, "text")? {
+        let at = format!("text.{k}");
+        match k.as_str() {
+            _ if val.is_null() => {}
+            "format" if val.get("type").and_then(Value::as_str) == Some("text") => {}
+            // How wordy the answer is (GPT-5): a style hint no other API takes.
+            "verbosity" => cx.client_side(&at, "no other API takes a verbosity"),
+            _ => cx.refuse(at, "it has no equivalent there"),
+        }
+    }
+    Ok(())
+}
+
+fn decode_input(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), TranslateError> {
     if let Some(s) = v.as_str() {
         r.messages.push(Message {
             role: Role::User,
@@ -73,9 +154,10 @@ fn decode_input(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
                 let parts = content_parts(content, &format!("{at}.content"))?;
                 match role {
                     "system" | "developer" => {
+                        let mut texts = Vec::new();
                         for p in parts {
                             match p {
-                                Part::Text(t) => r.system.push(t),
+                                Part::Text(t) => texts.push(t),
                                 _ => {
                                     return Err(invalid(
                                         format!("{at}.content"),
@@ -83,6 +165,17 @@ fn decode_input(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
                                     ))
                                 }
                             }
+                        }
+                        // Before the first turn it is the system prompt; later, a turn in
+                        // its place.
+                        if r.messages.is_empty() {
+                            r.system.extend(texts);
+                        } else {
+                            let parts = texts.into_iter().map(Part::Text).collect();
+                            r.messages.push(Message {
+                                role: Role::System,
+                                parts,
+                            });
                         }
                     }
                     "user" => push(r, Role::User, parts),
@@ -96,14 +189,28 @@ fn decode_input(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
                 }
             }
             "function_call" => {
+                let name = string(need(o, "name", &at)?, &format!("{at}.name"))?;
+                let name = match o.get("namespace").and_then(Value::as_str) {
+                    Some(ns) => flat_name(ns, &name),
+                    None => name,
+                };
                 let part = Part::ToolCall {
                     id: string(need(o, "call_id", &at)?, &format!("{at}.call_id"))?,
-                    name: string(need(o, "name", &at)?, &format!("{at}.name"))?,
+                    name,
                     arguments: string(need(o, "arguments", &at)?, &format!("{at}.arguments"))?,
                 };
                 push(r, Role::Assistant, vec![part]);
             }
-            "function_call_output" => {
+            "custom_tool_call" => {
+                let input = string(need(o, "input", &at)?, &format!("{at}.input"))?;
+                let part = Part::ToolCall {
+                    id: string(need(o, "call_id", &at)?, &format!("{at}.call_id"))?,
+                    name: string(need(o, "name", &at)?, &format!("{at}.name"))?,
+                    arguments: json!({ CUSTOM_INPUT: input }).to_string(),
+                };
+                push(r, Role::Assistant, vec![part]);
+            }
+            "function_call_output" | "custom_tool_call_output" => {
                 let output = need(o, "output", &at)?;
                 let content = match output {
                     Value::String(s) => vec![Part::Text(s.clone())],
@@ -116,15 +223,27 @@ fn decode_input(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
                 };
                 push(r, Role::User, vec![part]);
             }
-            other => {
-                return Err(invalid(
-                    format!("{at}.type"),
-                    format!("input item {other:?} cannot be translated"),
-                ))
-            }
+            // An earlier turn's reasoning, encrypted for OpenAI's models only.
+            "reasoning" => cx.client_side(
+                &format!("{at} (reasoning)"),
+                "earlier reasoning is readable only by OpenAI's models",
+            ),
+            other => cx.refuse(
+                format!("{at}.type"),
+                format!("input item {other:?} cannot be translated"),
+            ),
         }
     }
     Ok(())
+}
+
+/// The upstream name of function `name` in namespace `ns` (upstream names are flat).
+pub(crate) fn flat_name(ns: &str, name: &str) -> String {
+    if ns.ends_with('_') {
+        format!("{ns}{name}")
+    } else {
+        format!("{ns}__{name}")
+    }
 }
 
 /// Appends parts, joining a message of the same role (a run of function calls is one
@@ -176,46 +295,159 @@ fn content_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
     Ok(out)
 }
 
-fn decode_tools(v: &Value, api: &'static str) -> Result<Vec<Tool>, TranslateError> {
+fn decode_tools(
+    v: &Value,
+    view: &mut ClientView,
+    cx: &mut Verdicts,
+) -> Result<Vec<Tool>, TranslateError> {
     walk::tools(v, |at, o| {
-        if o.get("type").and_then(Value::as_str) != Some("function") {
-            return Err(unsupported(
-                format!("{at}.type"),
-                api,
-                "built-in tools (web_search, file_search, ...) run only on OpenAI",
-            ));
-        }
-        Ok(Tool {
-            name: string(need(o, "name", at)?, &format!("{at}.name"))?,
-            description: walk::description(o),
-            parameters: o
-                .get("parameters")
-                .filter(|p| !p.is_null())
-                .cloned()
-                .unwrap_or_else(walk::no_parameters),
+        let ty = o.get("type").and_then(Value::as_str).unwrap_or_default();
+        Ok(match ty {
+            "function" => vec![function_tool(at, o, cx)?],
+            // A freeform tool (Codex's `apply_patch`): upstream, a function taking the text
+            // as one string; its format (a grammar) goes into the description.
+            "custom" => {
+                let name = string(need(o, "name", at)?, &format!("{at}.name"))?;
+                view.tools.push((name.clone(), ToolKind::Custom));
+                vec![Tool {
+                    name,
+                    description: Some(custom_description(o)),
+                    parameters: json!({
+                        "type": "object",
+                        "properties": {CUSTOM_INPUT: {"type": "string", "description": "The tool's freeform input."}},
+                        "required": [CUSTOM_INPUT],
+                    }),
+                }]
+            }
+            // A group of function tools: flattened, each call renamed back for the client.
+            "namespace" => {
+                let ns = string(need(o, "name", at)?, &format!("{at}.name"))?;
+                let mut out = Vec::new();
+                for (j, t) in array(need(o, "tools", at)?, &format!("{at}.tools"))?
+                    .iter()
+                    .enumerate()
+                {
+                    let at = format!("{at}.tools[{j}]");
+                    let mut tool = function_tool(&at, object(t, &at)?, cx)?;
+                    let flat = flat_name(&ns, &tool.name);
+                    view.tools.push((
+                        flat.clone(),
+                        ToolKind::Namespaced {
+                            namespace: ns.clone(),
+                            name: std::mem::replace(&mut tool.name, flat),
+                        },
+                    ));
+                    out.push(tool);
+                }
+                out
+            }
+            // Codex's search over its deferred tools, run by the client: the translated
+            // request offers the tools the client sends, and the search's results would
+            // have to become tools of the next request.
+            "tool_search" => {
+                cx.client_side(
+                    &format!("{at} (tool_search)"),
+                    "deferred tool discovery cannot be translated",
+                );
+                Vec::new()
+            }
+            _ if HOSTED_TOOLS.contains(&ty) => {
+                cx.builtin_tool(
+                    &format!("{at} ({ty})"),
+                    "a hosted tool that runs only on OpenAI",
+                );
+                Vec::new()
+            }
+            _ => {
+                cx.refuse(
+                    format!("{at}.type"),
+                    format!("{ty:?} is an OpenAI-defined tool: its schema is known only to OpenAI's models"),
+                );
+                Vec::new()
+            }
         })
     })
 }
 
-fn decode_tool_choice(v: &Value, api: &'static str) -> Result<ToolChoice, TranslateError> {
-    match v {
-        Value::String(s) => match s.as_str() {
-            "auto" => Ok(ToolChoice::Auto),
-            "none" => Ok(ToolChoice::None),
-            "required" => Ok(ToolChoice::Required),
-            _ => Err(invalid("tool_choice", format!("unknown value {s:?}"))),
-        },
-        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("function") => o
-            .get("name")
-            .and_then(Value::as_str)
-            .map(|n| ToolChoice::Named(n.to_owned()))
-            .ok_or_else(|| invalid("tool_choice.name", "is required")),
-        _ => Err(unsupported(
-            "tool_choice",
-            api,
-            "only auto, none, required and function choices translate",
-        )),
+/// Tools OpenAI runs itself (the rest of its tool types run on the client).
+const HOSTED_TOOLS: [&str; 7] = [
+    "web_search",
+    "web_search_preview",
+    "web_search_2025_08_26",
+    "file_search",
+    "code_interpreter",
+    "image_generation",
+    "mcp",
+];
+
+fn function_tool(
+    at: &str,
+    o: &Map<String, Value>,
+    cx: &mut Verdicts,
+) -> Result<Tool, TranslateError> {
+    for k in ["strict", "defer_loading"] {
+        if o.get(k).is_some_and(|s| !s.is_null()) {
+            // Argument validation and deferred loading change how, not what, is called.
+            cx.hint(&format!("{at}.{k}"));
+        }
     }
+    Ok(Tool {
+        name: string(need(o, "name", at)?, &format!("{at}.name"))?,
+        description: walk::description(o),
+        parameters: o
+            .get("parameters")
+            .filter(|p| !p.is_null())
+            .cloned()
+            .unwrap_or_else(walk::no_parameters),
+    })
+}
+
+/// A custom tool's description with its input format appended, so the model still knows
+/// what the input must look like.
+fn custom_description(o: &Map<String, Value>) -> String {
+    let mut d = walk::description(o).unwrap_or_default();
+    if let Some(f) = o
+        .get("format")
+        .filter(|f| f.get("type").and_then(Value::as_str) == Some("grammar"))
+    {
+        let syntax = f.get("syntax").and_then(Value::as_str).unwrap_or("grammar");
+        if let Some(def) = f.get("definition").and_then(Value::as_str) {
+            d.push_str(&format!(
+                "\n\nThe `{CUSTOM_INPUT}` argument must match this {syntax} grammar:\n{def}"
+            ));
+        }
+    }
+    d
+}
+
+fn decode_tool_choice(v: &Value, cx: &mut Verdicts) -> Result<Option<ToolChoice>, TranslateError> {
+    Ok(Some(match v {
+        Value::String(s) => match s.as_str() {
+            "auto" => ToolChoice::Auto,
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            _ => return Err(invalid("tool_choice", format!("unknown value {s:?}"))),
+        },
+        Value::Object(o)
+            if matches!(
+                o.get("type").and_then(Value::as_str),
+                Some("function" | "custom")
+            ) =>
+        {
+            let name = o
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid("tool_choice.name", "is required"))?;
+            ToolChoice::Named(name.to_owned())
+        }
+        _ => {
+            cx.refuse(
+                "tool_choice",
+                "only auto, none, required, function and custom choices translate",
+            );
+            return Ok(None);
+        }
+    }))
 }
 
 pub(crate) fn usage_json(u: &Usage) -> Value {
@@ -264,13 +496,55 @@ pub(crate) fn call_item(call_id: &str, name: &str, arguments: &str, status: &str
     })
 }
 
-/// A whole response object; `stop`/`usage` absent while it is in progress.
+pub(crate) fn custom_item_id(call_id: &str) -> String {
+    format!("ctc_{call_id}")
+}
+
+/// A tool call as the client declared the tool: a `function_call` (with its `namespace` for
+/// a namespaced one) or a `custom_tool_call` carrying the freeform input.
+pub(crate) fn tool_call_item(
+    view: &ClientView,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    status: &str,
+) -> Value {
+    match view.kind(name) {
+        None => call_item(call_id, name, arguments, status),
+        Some(ToolKind::Namespaced { namespace, name }) => {
+            let mut item = call_item(call_id, name, arguments, status);
+            item["namespace"] = json!(namespace);
+            item
+        }
+        Some(ToolKind::Custom) => json!({
+            "type": "custom_tool_call", "id": custom_item_id(call_id), "call_id": call_id,
+            "name": name, "input": custom_input(arguments), "status": status,
+        }),
+    }
+}
+
+/// The freeform input of a custom tool's call: its one string argument. Arguments of any
+/// other shape (a model that ignored the schema) are passed on as they are.
+pub(crate) fn custom_input(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(mut o)) if o.len() == 1 => match o.remove(CUSTOM_INPUT) {
+            Some(Value::String(s)) => s,
+            _ => arguments.to_owned(),
+        },
+        _ => arguments.to_owned(),
+    }
+}
+
+/// A whole response object; `stop`/`usage` absent while it is in progress. The request's
+/// own settings (`tools`, `tool_choice`, ...) are repeated from `view` as the client sent
+/// them.
 pub(crate) fn response_object(
     id: &str,
     model: &str,
     created: u64,
     output: Vec<Value>,
     end: Option<(StopReason, &Usage)>,
+    view: &ClientView,
 ) -> Value {
     let (status, incomplete, usage) = match end {
         None => ("in_progress", Value::Null, Value::Null),
@@ -279,7 +553,7 @@ pub(crate) fn response_object(
             (s, i, usage_json(u))
         }
     };
-    json!({
+    let mut v = json!({
         "id": id, "object": "response", "created_at": created, "status": status,
         "error": null, "incomplete_details": incomplete, "instructions": null,
         "max_output_tokens": null, "model": model, "output": output,
@@ -287,11 +561,15 @@ pub(crate) fn response_object(
         "store": false, "temperature": null, "text": {"format": {"type": "text"}},
         "tool_choice": "auto", "tools": [], "top_p": null, "truncation": "disabled",
         "usage": usage, "metadata": {},
-    })
+    });
+    for (k, val) in &view.echo {
+        v[k.as_str()] = val.clone();
+    }
+    v
 }
 
 /// Encodes a hub answer as a Responses object.
-pub(crate) fn encode_response(r: &Response) -> Value {
+pub(crate) fn encode_response(r: &Response, view: &ClientView) -> Value {
     let output = r
         .output
         .iter()
@@ -302,7 +580,7 @@ pub(crate) fn encode_response(r: &Response) -> Value {
                 id,
                 name,
                 arguments,
-            } => call_item(id, name, arguments, "completed"),
+            } => tool_call_item(view, id, name, arguments, "completed"),
         })
         .collect();
     response_object(
@@ -311,6 +589,7 @@ pub(crate) fn encode_response(r: &Response) -> Value {
         super::now_secs(),
         output,
         Some((r.stop, &r.usage)),
+        view,
     )
 }
 
@@ -318,7 +597,16 @@ pub(crate) fn encode_response(r: &Response) -> Value {
 mod tests {
     use super::*;
 
-    const API: &str = "Anthropic messages";
+    /// Decodes through the whole policy, as the proxy does (default: lenient).
+    fn decode(v: &Value) -> Result<Request, TranslateError> {
+        crate::translate::decode_request(
+            crate::dialect::Dialect::Responses,
+            crate::dialect::Dialect::Messages,
+            v.to_string().as_bytes(),
+            crate::translate::policy::Policy::default(),
+            false,
+        )
+    }
 
     #[test]
     fn input_items_map_to_turns() {
@@ -338,7 +626,7 @@ mod tests {
             "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": true}],
             "tool_choice": {"type": "function", "name": "f"}, "store": true,
         });
-        let r = decode_request(&body, API).unwrap();
+        let r = decode(&body).unwrap();
         assert_eq!(r.system, vec!["be brief", "dev text"]);
         assert_eq!(r.max_tokens, Some(9));
         assert_eq!(r.messages.len(), 4);
@@ -356,10 +644,10 @@ mod tests {
             ("previous_response_id", json!("resp_1")),
             ("tools", json!([{"type": "web_search"}])),
             ("text", json!({"format": {"type": "json_schema"}})),
-            ("reasoning", json!({"effort": "high"})),
+            ("include", json!(["message.output_text.logprobs"])),
         ] {
             let body = json!({"model": "m", "input": "x", k: v});
-            let e = decode_request(&body, API).unwrap_err().to_string();
+            let e = decode(&body).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");
         }
     }
@@ -385,7 +673,7 @@ mod tests {
                 output: 1,
             },
         };
-        let v = encode_response(&r);
+        let v = encode_response(&r, &ClientView::default());
         assert_eq!(v["status"], "incomplete");
         assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
         assert_eq!(v["output"][0]["content"][0]["text"], "hi");

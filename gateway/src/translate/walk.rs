@@ -24,15 +24,16 @@ pub(super) fn request(
     Ok(r)
 }
 
-/// Decodes `tools`: each entry an object (`tools[i]` in errors) that `tool` maps to the hub.
-pub(super) fn tools(
+/// Decodes `tools`: each entry an object (`tools[i]` in errors) that `tool` maps to hub
+/// tools (none when it is dropped or refused; several for a namespace).
+pub(super) fn tools<T: IntoIterator<Item = Tool>>(
     v: &Value,
-    mut tool: impl FnMut(&str, &Map<String, Value>) -> Result<Tool, TranslateError>,
+    mut tool: impl FnMut(&str, &Map<String, Value>) -> Result<T, TranslateError>,
 ) -> Result<Vec<Tool>, TranslateError> {
     let mut out = Vec::new();
     for (i, t) in array(v, "tools")?.iter().enumerate() {
         let at = format!("tools[{i}]");
-        out.push(tool(&at, object(t, &at)?)?);
+        out.extend(tool(&at, object(t, &at)?)?);
     }
     Ok(out)
 }

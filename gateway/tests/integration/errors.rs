@@ -71,10 +71,14 @@ async fn unknown_model_and_path_get_404() {
             assert!(r.text().contains("no-such-model"));
         }
     }
-    for p in ["/", "/v1/chat", "/v1/chat/completions/x", "/v2/messages"] {
+    for p in ["/v1/chat", "/v1/chat/completions/x", "/v2/messages", "/v1"] {
         let r = gw.send(post(p, "{}")).await;
         assert_openai_error(&r, 404);
     }
+    // `/` is a probe (GET or HEAD, like /healthz): POST is the wrong method, not a wrong path.
+    let r = gw.send(post("/", "{}")).await;
+    assert_openai_error(&r, 405);
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
     assert_eq!(mock.request_count(), 0);
     let text = gw.metrics().await;
     assert_eq!(requests_total(&text, CHAT, "", 404), 2.0, "{text}");

@@ -14,5 +14,6 @@ mod lifecycle;
 mod ratelimit;
 mod streaming;
 mod support;
+mod translate_agents;
 mod translate_basic;
 mod translate_failover;

@@ -431,7 +431,7 @@ async fn what_cannot_be_translated_is_refused_naming_the_field() {
         (
             RESPONSES,
             r#"{"model":"claude","input":"hi","tools":[{"type":"web_search"}]}"#,
-            "tools[0].type",
+            "tools[0] (web_search)",
         ),
         (
             RESPONSES,

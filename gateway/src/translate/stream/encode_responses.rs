@@ -7,9 +7,10 @@
 use serde_json::{json, Value};
 
 use super::named_frame;
-use crate::translate::hub::{Event, StopReason, Usage};
+use crate::translate::hub::{ClientView, Event, StopReason, ToolKind, Usage};
 use crate::translate::responses::{
-    call_item, call_item_id, message_item_id, response_id, response_object, text_item,
+    call_item_id, custom_input, custom_item_id, message_item_id, response_id, response_object,
+    text_item, tool_call_item,
 };
 
 enum Open {
@@ -36,9 +37,18 @@ pub(crate) struct ResponsesEncoder {
     open: Option<Open>,
     stop: Option<StopReason>,
     usage: Usage,
+    /// The client's tools (custom and namespaced ones come back in its own terms).
+    view: ClientView,
 }
 
 impl ResponsesEncoder {
+    pub(crate) fn new(view: ClientView) -> ResponsesEncoder {
+        ResponsesEncoder {
+            view,
+            ..ResponsesEncoder::default()
+        }
+    }
+
     fn emit(&mut self, out: &mut Vec<u8>, ty: &str, mut data: Value) {
         data["type"] = json!(ty);
         data["sequence_number"] = json!(self.seq);
@@ -54,7 +64,14 @@ impl ResponsesEncoder {
         self.upstream_id = id.to_owned();
         self.model = model.to_owned();
         self.created = crate::translate::now_secs();
-        let resp = response_object(&response_id(id), model, self.created, Vec::new(), None);
+        let resp = response_object(
+            &response_id(id),
+            model,
+            self.created,
+            Vec::new(),
+            None,
+            &self.view,
+        );
         self.emit(out, "response.created", json!({"response": resp.clone()}));
         self.emit(out, "response.in_progress", json!({"response": resp}));
     }
@@ -91,15 +108,32 @@ impl ResponsesEncoder {
                 name,
                 args,
             }) => {
-                self.emit(
-                    out,
-                    "response.function_call_arguments.done",
-                    json!({
-                        "item_id": call_item_id(&call_id), "output_index": i,
-                        "arguments": args, "name": name,
-                    }),
-                );
-                let item = call_item(&call_id, &name, &args, "completed");
+                if let Some(ToolKind::Custom) = self.view.kind(&name) {
+                    // The input arrives as JSON fragments of one string argument: sent
+                    // whole, once the call is complete.
+                    let input = custom_input(&args);
+                    let at = json!({"item_id": custom_item_id(&call_id), "output_index": i});
+                    let mut delta = at.clone();
+                    delta["delta"] = json!(input);
+                    self.emit(out, "response.custom_tool_call_input.delta", delta);
+                    let mut done = at;
+                    done["input"] = json!(input);
+                    self.emit(out, "response.custom_tool_call_input.done", done);
+                } else {
+                    let shown = match self.view.kind(&name) {
+                        Some(ToolKind::Namespaced { name, .. }) => name.as_str(),
+                        _ => name.as_str(),
+                    };
+                    self.emit(
+                        out,
+                        "response.function_call_arguments.done",
+                        json!({
+                            "item_id": call_item_id(&call_id), "output_index": i,
+                            "arguments": args, "name": shown,
+                        }),
+                    );
+                }
+                let item = tool_call_item(&self.view, &call_id, &name, &args, "completed");
                 self.emit(
                     out,
                     "response.output_item.done",
@@ -148,7 +182,7 @@ impl ResponsesEncoder {
                 self.start(out, "", "");
                 self.close(out);
                 let i = self.output_index();
-                let item = call_item(id, name, "", "in_progress");
+                let item = tool_call_item(&self.view, id, name, "", "in_progress");
                 self.emit(
                     out,
                     "response.output_item.added",
@@ -162,11 +196,18 @@ impl ResponsesEncoder {
             }
             Event::ToolArgs(a) => {
                 let i = self.output_index();
-                if let Some(Open::Call { call_id, args, .. }) = &mut self.open {
+                if let Some(Open::Call {
+                    call_id,
+                    name,
+                    args,
+                }) = &mut self.open
+                {
                     args.push_str(a);
-                    let data =
-                        json!({"item_id": call_item_id(call_id), "output_index": i, "delta": a});
-                    self.emit(out, "response.function_call_arguments.delta", data);
+                    if !matches!(self.view.kind(name), Some(ToolKind::Custom)) {
+                        let data = json!({"item_id": call_item_id(call_id), "output_index": i,
+                            "delta": a});
+                        self.emit(out, "response.function_call_arguments.delta", data);
+                    }
                 }
             }
             Event::Stop(s) => self.stop = Some(*s),
@@ -187,6 +228,7 @@ impl ResponsesEncoder {
                     self.created,
                     output,
                     Some((stop, &self.usage)),
+                    &self.view,
                 );
                 let ty = if resp["status"] == "completed" {
                     "response.completed"

@@ -11,7 +11,7 @@ mod encode_responses;
 use crate::dialect::Dialect;
 use crate::sse::SseParser;
 
-use super::hub::{Event, Usage};
+use super::hub::{ClientView, Event, Usage};
 use decode::Decoder;
 use encode_chat::ChatEncoder;
 use encode_messages::MessagesEncoder;
@@ -50,15 +50,21 @@ pub(crate) struct Translator {
 }
 
 impl Translator {
-    /// `include_usage`: a chat client's `stream_options.include_usage`.
-    pub(crate) fn new(client: Dialect, upstream: Dialect, include_usage: bool) -> Translator {
+    /// `include_usage`: a chat client's `stream_options.include_usage`; `view`: the
+    /// client's own terms for its tools (Responses).
+    pub(crate) fn new(
+        client: Dialect,
+        upstream: Dialect,
+        include_usage: bool,
+        view: ClientView,
+    ) -> Translator {
         Translator {
             parser: SseParser::new(),
             decoder: Decoder::new(upstream),
             encoder: match client {
                 Dialect::Chat => Encoder::Chat(ChatEncoder::new(include_usage)),
                 Dialect::Messages => Encoder::Messages(MessagesEncoder::default()),
-                Dialect::Responses => Encoder::Responses(ResponsesEncoder::default()),
+                Dialect::Responses => Encoder::Responses(ResponsesEncoder::new(view)),
             },
             pending: Vec::new(),
             usage: None,

@@ -42,7 +42,7 @@ fn run(
     stream: &str,
     at: usize,
 ) -> (Vec<(String, String)>, bool) {
-    let mut t = Translator::new(client, upstream, true);
+    let mut t = Translator::new(client, upstream, true, Default::default());
     let mut out = Vec::new();
     let (a, b) = stream.as_bytes().split_at(at);
     t.feed(a, &mut out);
@@ -208,7 +208,7 @@ fn chat_to_responses_lifecycle() {
 
 #[test]
 fn usage_is_reported_in_hub_terms() {
-    let mut t = Translator::new(Dialect::Chat, Dialect::Messages, false);
+    let mut t = Translator::new(Dialect::Chat, Dialect::Messages, false, Default::default());
     let mut out = Vec::new();
     t.feed(ANTHROPIC_STREAM.as_bytes(), &mut out);
     let u = t.usage().unwrap().accounting();
