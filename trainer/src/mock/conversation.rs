@@ -45,16 +45,12 @@ pub(crate) enum Directive<'a> {
     Call { name: &'a str, arguments: &'a str },
 }
 
-/// The first well-formed directive in `text`; malformed ones are skipped, as prose.
+/// The last well-formed directive in `text`; malformed ones are skipped, as prose. The
+/// last, because clients put their own context before the user's prompt in the same turn
+/// (Claude Code's reminders quote recent commit messages, which may mention directives).
 pub(crate) fn directive(text: &str) -> Option<Directive<'_>> {
-    let mut rest = text;
-    while let Some(at) = rest.find(DIRECTIVE_OPEN) {
-        rest = &rest[at + DIRECTIVE_OPEN.len()..];
-        if let Some(found) = directive_body(rest) {
-            return Some(found);
-        }
-    }
-    None
+    text.rmatch_indices(DIRECTIVE_OPEN)
+        .find_map(|(at, open)| directive_body(&text[at + open.len()..]))
 }
 
 /// Parses what follows `[mock:` up to and including its closing `]`.
@@ -382,6 +378,14 @@ mod tests {
         assert_eq!(
             directive(r#"[mock: call f {"a":] then [mock: text]"#),
             Some(Directive::Text)
+        );
+        // The last well-formed one counts: a client's context comes before the prompt.
+        assert_eq!(
+            directive("context quoting [mock: text]; the prompt: [mock: call now] [mock: bad"),
+            Some(Directive::Call {
+                name: "now",
+                arguments: "{}"
+            })
         );
     }
 

@@ -25,8 +25,9 @@
 //!   user turn (chat: the last `role: user` message, a string or `text` parts; messages: the
 //!   last user turn, a string or `text` blocks; responses: a string `input`, or the last
 //!   user `message` item's `input_text` parts) may choose the answer instead of the first
-//!   tool; the first well-formed directive counts, a malformed one is prose. Real agent
-//!   clients need this: the first tool Claude Code offers is `Agent`, which spawns agents.
+//!   tool; the last well-formed directive counts (clients put their own context before the
+//!   user's prompt), a malformed one is prose. Real agent clients need this: the first
+//!   tool Claude Code offers is `Agent`, which spawns agents.
 //!   - `[mock: text]`: the ordinary text answer, as if no tools were offered.
 //!   - `[mock: call NAME {JSON}]`: a call of tool NAME with exactly that JSON object (its
 //!     text as written) as arguments; `[mock: call NAME]` calls it with `{}`. NAME must be
