@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (docs/testing.md; .ci/run calls it). Runs every tier in order
 # and prints each tier's duration. Needs: cargo, llvm-22, bolt-22, libbolt-22-dev, nix-bin,
-# valgrind, node/npm, python3 and .venv-sdk (see .ci/run for the install lines).
+# valgrind, node/npm, python3, .venv-sdk and .agents, iproute2 and unshare (see .ci/run for
+# the install lines).
 #
 # Tiers (each fails the run):
 #   lint        cargo fmt --check, clippy -D warnings (the workspace, bench/, tools/layering/
@@ -14,6 +15,11 @@
 #               in .venv-sdk) against the real gateway and the mock upstream: each SDK on its
 #               own provider and translated onto the other, streaming and not, tool-call round
 #               trips, typed errors, usage (tests/sdk/run.sh)
+#   agents      the real agent CLIs, Claude Code and Codex (pinned, tests/agents/clients.txt,
+#               in .agents), non-interactive through the real gateway against the mock
+#               upstream, in a network namespace with only lo: each on translated models and
+#               a passthrough control, plain answers, tool round trips, Codex's freeform
+#               apply_patch (tests/agents/run.sh)
 #   nix a-d     static checks, stub evaluation, the chain in a real Nix sandbox (instrumented
 #               build, the gateway's workload with Debian's llvm-profdata-22, PGO build gated
 #               on no hash mismatch, BOLT profile with llvm-bolt-22, proofs; examples/textsearch
@@ -86,12 +92,13 @@ cargo_test() {
 }
 
 tiers=("$@")
-[ "${#tiers[@]}" -gt 0 ] || tiers=(lint cargo-test sdk nix bench release)
+[ "${#tiers[@]}" -gt 0 ] || tiers=(lint cargo-test sdk agents nix bench release)
 for t in "${tiers[@]}"; do
   case $t in
     lint) tier lint lint ;;
     cargo-test) tier cargo-test cargo_test ;;
     sdk) tier sdk tests/sdk/run.sh ;;
+    agents) tier agents tests/agents/run.sh ;;
     chain-local) tier chain-local scripts/chain-local.sh "$repo/out/chain-local" ;;
     crane-real) tier crane-real nix/tests/crane-real.sh ;;
     nix) tier nix nix/tests/run-all.sh a b c d ;;

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{MockConfig, MockUpstream};
@@ -32,6 +33,10 @@ pub struct MockArgs {
     /// Report this many of the input tokens as cache reads (at most the input count).
     #[arg(long, default_value_t = 0)]
     pub cached_tokens: u64,
+    /// Write each request body received to DIR/NNN.json (001, 002, ... in arrival order);
+    /// a capture of what a client sends, e.g. through a passthrough gateway model.
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
 }
 
 impl MockArgs {
@@ -43,6 +48,7 @@ impl MockArgs {
             write_fragment: self.write_fragment,
             fail_status: self.fail_status,
             cached_tokens: self.cached_tokens,
+            record_dir: self.record_dir.clone(),
             ..MockConfig::default()
         }
     }

@@ -1,5 +1,6 @@
 //! One request in, one response out: routing, recording, failure modes, headers.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -75,6 +76,12 @@ impl Shared {
                     body: body.as_ref().cloned().unwrap_or_default(),
                 });
         }
+        if let (Some(dir), Ok(body)) = (&self.config.record_dir, &body) {
+            // A capture aid, not part of the answer: a failed write is reported, not fatal.
+            if let Err(e) = write_atomically(dir, number, body) {
+                eprintln!("mock: recording request {number} in {}: {e}", dir.display());
+            }
+        }
         if !self.config.first_byte_delay.is_zero() {
             tokio::time::sleep(self.config.first_byte_delay).await;
         }
@@ -148,14 +155,21 @@ impl Shared {
             }
             Turn::AnswerResults(results) => {
                 let joined = results.join("; ");
-                let deltas = [TOOL_RESULT_PREFIX, joined.as_str()];
-                let tokens = config.tokens(deltas.len() as u64);
-                if shape.stream {
-                    cache::stream(config, render::stream_events(shape, model, &deltas, tokens))
-                } else {
-                    Rendered::Full(render::full_body(shape.dialect, model, &deltas, tokens))
-                }
+                self.render_text(shape, model, &[TOOL_RESULT_PREFIX, joined.as_str()])
             }
+            Turn::Text => self.cache.get(shape, model),
+            Turn::Say(text) => self.render_text(shape, model, &[text]),
+        }
+    }
+
+    /// A text answer of `deltas`, one output token each.
+    fn render_text(&self, shape: Shape, model: &str, deltas: &[&str]) -> Rendered {
+        let config = &self.config;
+        let tokens = config.tokens(deltas.len() as u64);
+        if shape.stream {
+            cache::stream(config, render::stream_events(shape, model, deltas, tokens))
+        } else {
+            Rendered::Full(render::full_body(shape.dialect, model, deltas, tokens))
         }
     }
 
@@ -177,6 +191,15 @@ impl Shared {
             }
         }
     }
+}
+
+/// `body` as `dir/NNN.json`, written to a dot-file first and renamed, so a reader never
+/// sees half a body.
+fn write_atomically(dir: &Path, number: u64, body: &[u8]) -> std::io::Result<()> {
+    let name = format!("{number:03}.json");
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, body)?;
+    std::fs::rename(&tmp, dir.join(name))
 }
 
 /// The status a `mock-error-<status>` model asks for (400..=599; anything else is a model).

@@ -17,8 +17,29 @@
 //!   first tool (chat `tool_calls` / `finish_reason: "tool_calls"`, Anthropic `tool_use` /
 //!   `stop_reason: "tool_use"`, Responses `function_call`; streamed too), its arguments
 //!   every `required` property of the tool's schema set to `"mock <property>"`. When the
-//!   last turn holds tool results instead, the answer is the text
-//!   [`TOOL_RESULT_PREFIX`] followed by the results joined with `"; "` (see `conversation`).
+//!   last turn holds tool results instead (chat `role: tool` messages, Anthropic
+//!   `tool_result` blocks, Responses `function_call_output` and `custom_tool_call_output`
+//!   items), the answer is the text [`TOOL_RESULT_PREFIX`] followed by the results, in
+//!   full, joined with `"; "` (see `conversation`).
+//! - **Directives:** with tools offered and no tool results to quote, the text of the last
+//!   user turn (chat: the last `role: user` message, a string or `text` parts; messages: the
+//!   last user turn, a string or `text` blocks; responses: a string `input`, or the last
+//!   user `message` item's `input_text` parts) may choose the answer instead of the first
+//!   tool; the last well-formed directive counts (clients put their own context before the
+//!   user's prompt), a malformed one is prose. Real agent clients need this: the first
+//!   tool Claude Code offers is `Agent`, which spawns agents.
+//!   - `[mock: text]`: the ordinary text answer, as if no tools were offered.
+//!   - `[mock: call NAME {JSON}]`: a call of tool NAME with exactly that JSON object (its
+//!     text as written) as arguments; `[mock: call NAME]` calls it with `{}`. NAME must be
+//!     offered (chat `tools[].function.name`, Anthropic `tools[].name`, Responses `name` of
+//!     a `function` tool); else the answer is the text `mock: tool NAME is not offered`,
+//!     so that a test fails visibly.
+//!
+//!   Without tools a request gets the ordinary text whatever it says (the cached fast path
+//!   never reads the messages).
+//! - **Capture:** [`MockConfig::record_dir`] (`trainer mock --record-dir DIR`) writes each
+//!   request's body, as received, to `DIR/NNN.json` (tests/agents/capture.sh turns them into
+//!   fixtures).
 //! - **Cached tokens:** [`MockConfig::cached_tokens`] (`trainer mock --cached-tokens N`)
 //!   reports N of the input tokens as cache reads: chat
 //!   `prompt_tokens_details.cached_tokens`, responses `input_tokens_details.cached_tokens`
@@ -39,6 +60,7 @@ mod text;
 mod tool_call;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,6 +91,9 @@ pub struct MockConfig {
     pub record: bool,
     /// Input tokens reported as cache reads (at most [`INPUT_TOKENS`]).
     pub cached_tokens: u64,
+    /// Write each request's body to `DIR/NNN.json` (NNN: the request's number from 001,
+    /// in arrival order), whole or not at all: written to a temporary name, then renamed.
+    pub record_dir: Option<PathBuf>,
 }
 
 impl MockConfig {
@@ -93,6 +118,7 @@ impl Default for MockConfig {
             stall_after_events: None,
             record: false,
             cached_tokens: 0,
+            record_dir: None,
         }
     }
 }

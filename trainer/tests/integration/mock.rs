@@ -893,3 +893,223 @@ async fn cached_tokens_are_reported_in_each_dialect() {
     );
     mock.shutdown().await;
 }
+
+/// The answer of a reply in any dialect, streamed or not: (text, tool calls as
+/// (name, arguments text)).
+fn answer(path: &str, reply: &Reply) -> (String, Vec<(String, String)>) {
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    let streamed = header(reply, "content-type") == "text/event-stream";
+    match (path, streamed) {
+        (CHAT, false) => {
+            let message = &reply.json()["choices"][0]["message"];
+            text.push_str(message["content"].as_str().unwrap_or(""));
+            for c in message["tool_calls"].as_array().into_iter().flatten() {
+                let f = &c["function"];
+                calls.push((
+                    f["name"].as_str().unwrap().into(),
+                    f["arguments"].as_str().unwrap().into(),
+                ));
+            }
+        }
+        (CHAT, true) => {
+            for frame in reply.sse().iter().filter(|f| f.data != "[DONE]") {
+                let delta = &frame.json()["choices"][0]["delta"];
+                text.push_str(delta["content"].as_str().unwrap_or(""));
+                if let Some(c) = delta["tool_calls"].get(0) {
+                    if let Some(name) = c["function"]["name"].as_str() {
+                        calls.push((name.into(), String::new()));
+                    }
+                    let arguments = c["function"]["arguments"].as_str().unwrap_or("");
+                    calls.last_mut().unwrap().1.push_str(arguments);
+                }
+            }
+        }
+        (MESSAGES, false) => {
+            for block in reply.json()["content"].as_array().unwrap() {
+                match block["type"].as_str().unwrap() {
+                    "text" => text.push_str(block["text"].as_str().unwrap()),
+                    "tool_use" => calls.push((
+                        block["name"].as_str().unwrap().into(),
+                        block["input"].to_string(),
+                    )),
+                    other => panic!("block {other}"),
+                }
+            }
+        }
+        (MESSAGES, true) => {
+            for e in reply.sse().iter().map(Sse::json) {
+                if e["type"] == "content_block_start" && e["content_block"]["type"] == "tool_use" {
+                    calls.push((
+                        e["content_block"]["name"].as_str().unwrap().into(),
+                        String::new(),
+                    ));
+                }
+                text.push_str(e["delta"]["text"].as_str().unwrap_or(""));
+                if let Some(partial) = e["delta"]["partial_json"].as_str() {
+                    calls.last_mut().unwrap().1.push_str(partial);
+                }
+            }
+        }
+        (RESPONSES, streamed) => {
+            let response = if streamed {
+                let last = reply.sse().last().unwrap().json();
+                assert_eq!(last["type"], "response.completed");
+                last["response"].clone()
+            } else {
+                reply.json()
+            };
+            for item in response["output"].as_array().unwrap() {
+                match item["type"].as_str().unwrap() {
+                    "message" => text.push_str(item["content"][0]["text"].as_str().unwrap()),
+                    "function_call" => calls.push((
+                        item["name"].as_str().unwrap().into(),
+                        item["arguments"].as_str().unwrap().into(),
+                    )),
+                    other => panic!("item {other}"),
+                }
+            }
+        }
+        _ => unreachable!(),
+    }
+    (text, calls)
+}
+
+/// A request the size of a real agent's (Claude Code sends ~50 KB with 12 tools) whose
+/// last user turn says `prompt`, in the dialect of `path`.
+fn agent_request(path: &str, stream: bool, prompt: &str) -> String {
+    let description = "Reads a file from the local filesystem. ".repeat(110);
+    let names = [
+        "Agent",
+        "Bash",
+        "Edit",
+        "Glob",
+        "Grep",
+        "Read",
+        "Skill",
+        "Task",
+        "TodoWrite",
+        "WebFetch",
+        "WebSearch",
+        "Write",
+    ];
+    let schema = serde_json::json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]});
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|name| match path {
+            CHAT => serde_json::json!({"type": "function", "function": {"name": name, "description": description, "parameters": schema}}),
+            MESSAGES => serde_json::json!({"name": name, "description": description, "input_schema": schema}),
+            _ => serde_json::json!({"type": "function", "name": name, "description": description, "parameters": schema}),
+        })
+        .collect();
+    let mut body =
+        serde_json::json!({"model": "m", "stream": stream, "max_tokens": 99, "tools": tools});
+    let turns = serde_json::json!([
+        {"role": "user", "content": "[mock: call Agent {}]"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": prompt},
+    ]);
+    if path == RESPONSES {
+        body["input"] = turns;
+    } else {
+        body["messages"] = turns;
+    }
+    let body = body.to_string();
+    assert!(body.len() > 50_000, "{}", body.len());
+    body
+}
+
+#[tokio::test]
+async fn directives_answer_agent_sized_requests_in_each_dialect() {
+    let config = MockConfig::default();
+    let mock = start(config.clone()).await;
+    for path in [CHAT, MESSAGES, RESPONSES] {
+        for stream in [false, true] {
+            let case = format!("{path} stream={stream}");
+            let reply = post(&mock, path, &agent_request(path, stream, "hi [mock: text]")).await;
+            assert_eq!(
+                answer(path, &reply),
+                (expected_text(&config), vec![]),
+                "{case}"
+            );
+
+            let prompt = r#"[mock: call Read {"file_path":"/w/a]b.txt","n":[1]}]"#;
+            let reply = post(&mock, path, &agent_request(path, stream, prompt)).await;
+            let (text, calls) = answer(path, &reply);
+            assert_eq!(text, "", "{case}");
+            assert_eq!(calls.len(), 1, "{case}");
+            assert_eq!(calls[0].0, "Read", "{case}");
+            let arguments: Value = serde_json::from_str(&calls[0].1).unwrap();
+            assert_eq!(
+                arguments,
+                serde_json::json!({"file_path": "/w/a]b.txt", "n": [1]}),
+                "{case}"
+            );
+
+            let reply = post(
+                &mock,
+                path,
+                &agent_request(path, stream, "[mock: call Nope {}]"),
+            )
+            .await;
+            let expected = ("mock: tool Nope is not offered".to_owned(), vec![]);
+            assert_eq!(answer(path, &reply), expected, "{case}");
+
+            // No directive: the first tool, as before.
+            let reply = post(&mock, path, &agent_request(path, stream, "hello")).await;
+            let (_, calls) = answer(path, &reply);
+            assert_eq!(
+                calls,
+                vec![("Agent".into(), r#"{"prompt":"mock prompt"}"#.into())],
+                "{case}"
+            );
+        }
+    }
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn custom_tool_outputs_are_quoted_on_responses() {
+    let mock = start(MockConfig::default()).await;
+    let body = format!(
+        r#"{{"model":"m","input":[{{"role":"user","content":"[mock: call Read {{}}]"}},
+        {{"type":"custom_tool_call","call_id":"c","name":"apply_patch","input":"*** Begin Patch"}},
+        {{"type":"custom_tool_call_output","call_id":"c","output":"patch refused: read-only sandbox"}}],{RESPONSES_TOOLS}}}"#
+    );
+    let reply = post(&mock, RESPONSES, &body).await;
+    let expected = format!("{TOOL_RESULT_PREFIX}patch refused: read-only sandbox");
+    assert_eq!(answer(RESPONSES, &reply), (expected, vec![]));
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn record_dir_keeps_each_body_under_its_number() {
+    let dir = std::env::temp_dir().join(format!("trainer-mock-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mock = start(MockConfig {
+        record_dir: Some(dir.clone()),
+        ..MockConfig::default()
+    })
+    .await;
+    let first = r#"{"model":"a","messages":[]}"#;
+    let second = agent_request(MESSAGES, true, "[mock: text]");
+    post(&mock, CHAT, first).await;
+    post(&mock, MESSAGES, &second).await;
+    mock.shutdown().await;
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["001.json", "002.json"], "no temporary file is left");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("001.json")).unwrap(),
+        first
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("002.json")).unwrap(),
+        second
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

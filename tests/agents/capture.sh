@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Captures what the agent clients send, as gateway test fixtures: each client runs (as in
+# run.sh, loopback only) on passthrough models whose upstream model is the client-facing
+# name, so the mock (--record-dir) receives the client's own body. The bodies are scrubbed
+# by tests/agents/scrub.py (ids, hashes, machine paths) into:
+#
+#   claude-code-claude.json              Claude Code's first request, --model claude-sonnet-4-5
+#   claude-code-claude-tool-result.json  its request carrying a tool_result (a Read round trip)
+#   claude-code-qwen.json                Claude Code's first request, --model qwen3-coder
+#   codex.json                           Codex's first request (model gpt-5.5)
+#   codex-tool-result.json               its request carrying a function_call_output
+#
+# Usage: tests/agents/capture.sh [OUT_DIR]   (default gateway/tests/fixtures/agents)
+#   AGENTS_DIR, GATEWAY_BIN, TRAINER_BIN as for run.sh
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$repo/tests/agents/lib.sh"
+
+find_clients
+if [ "${AGENTS_NETNS:-}" != 1 ]; then
+  find_binaries
+  CAPTURE_DEST=$(realpath -m "${1:-$repo/gateway/tests/fixtures/agents}")
+  CAPTURE_WORK=$repo/out/agents-capture
+  rm -rf "$CAPTURE_WORK"
+  mkdir -p "$CAPTURE_WORK" "$CAPTURE_DEST"
+  export CAPTURE_DEST CAPTURE_WORK
+fi
+enter_netns "$0" "$@"
+work=$CAPTURE_WORK
+trap stop_all EXIT
+
+records=$work/mock-requests
+mkdir -p "$records"
+start_process "$work/mock.log" "$TRAINER_BIN" mock --listen 127.0.0.1:0 --record-dir "$records"
+gateway_config "$STARTED_URL" "claude-sonnet-4-5 anthropic claude-sonnet-4-5" \
+  "qwen3-coder anthropic qwen3-coder" "gpt-5.5 openai gpt-5.5" >"$work/gateway.toml"
+start_process "$work/gateway.log" "$GATEWAY_BIN" --config "$work/gateway.toml"
+gateway=$STARTED_URL
+
+# capture CLIENT MODEL RUN PROMPT: runs the client; RUN names its directory; sets BODIES to
+# the bodies the mock recorded meanwhile.
+capture() {
+  local client=$1 model=$2 run=$3 prompt=$4 before
+  before=$(recordings "$records" | wc -l)
+  mkdir -p "$work/$run/work"
+  printf 'captured marker\n' >"$work/$run/work/marker.txt"
+  if ! "run_$client" "$work/$run" "$gateway" "$model" "$prompt"; then
+    echo "tests/agents/capture: $client failed:" >&2
+    cat "$work/$run/stdout" "$work/$run/stderr" >&2
+    exit 1
+  fi
+  mapfile -t BODIES < <(recordings "$records" | tail -n +$((before + 1)))
+  [ "${#BODIES[@]}" -gt 0 ] || die "$run: the mock recorded nothing"
+}
+
+# The first body of BODIES that holds a tool result (Anthropic tool_result blocks, Responses
+# function_call_output items).
+with_tool_result() {
+  python3 - "${BODIES[@]}" <<'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    body = json.load(open(path, encoding="utf-8"))
+    turns = body.get("messages") or body.get("input") or []
+    for turn in turns if isinstance(turns, list) else []:
+        blocks = turn.get("content") if isinstance(turn.get("content"), list) else []
+        if turn.get("type") == "function_call_output" or any(
+                b.get("type") == "tool_result" for b in blocks):
+            print(path)
+            sys.exit(0)
+sys.exit("no recorded body holds a tool result")
+EOF
+}
+
+# scrub RUN BODY FIXTURE: the run's work dir becomes /work/project and its HOME /home/user,
+# also where Claude Code writes the work dir as a name (every non-alphanumeric a dash).
+scrub() {
+  local dir=$work/$1 encoded
+  encoded=${dir//[^a-zA-Z0-9]/-}-work
+  python3 "$repo/tests/agents/scrub.py" "$2" "$CAPTURE_DEST/$3" \
+    "$dir/work=/work/project" "$dir/home=/home/user" "$encoded=-work-project"
+  echo "  $3 <- $1 ($(basename "$2"))"
+}
+
+echo "tests/agents/capture: into $CAPTURE_DEST"
+capture claude claude-sonnet-4-5 claude-plain "Say hello. [mock: text]"
+scrub claude-plain "${BODIES[0]}" claude-code-claude.json
+capture claude claude-sonnet-4-5 claude-tool \
+  "Read the marker. [mock: call Read {\"file_path\":\"$work/claude-tool/work/marker.txt\"}]"
+scrub claude-tool "$(with_tool_result)" claude-code-claude-tool-result.json
+capture claude qwen3-coder claude-qwen "Say hello. [mock: text]"
+scrub claude-qwen "${BODIES[0]}" claude-code-qwen.json
+capture codex gpt-5.5 codex-plain "Say hello. [mock: text]"
+scrub codex-plain "${BODIES[0]}" codex.json
+capture codex gpt-5.5 codex-tool 'Show the marker. [mock: call exec_command {"cmd":"cat marker.txt"}]'
+scrub codex-tool "$(with_tool_result)" codex-tool-result.json
