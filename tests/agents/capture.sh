@@ -5,6 +5,9 @@
 # by tests/agents/scrub.py (ids, hashes, machine paths) into:
 #
 #   claude-code-claude.json              Claude Code's first request, --model claude-sonnet-4-5
+#                                        (thinking enabled with a budget)
+#   claude-code-opus.json                its first request on its default model, claude-opus-5-5
+#                                        (adaptive thinking, output_config.effort)
 #   claude-code-claude-tool-result.json  its request carrying a tool_result (a Read round trip)
 #   claude-code-qwen.json                Claude Code's first request, --model qwen3-coder
 #   codex.json                           Codex's first request (model gpt-5.5)
@@ -34,7 +37,7 @@ records=$work/mock-requests
 mkdir -p "$records"
 start_process "$work/mock.log" "$TRAINER_BIN" mock --listen 127.0.0.1:0 --record-dir "$records"
 gateway_config "$STARTED_URL" "claude-sonnet-4-5 anthropic claude-sonnet-4-5" \
-  "qwen3-coder anthropic qwen3-coder" "gpt-5.5 openai gpt-5.5" >"$work/gateway.toml"
+  "claude-opus-5-5 anthropic claude-opus-5-5" "qwen3-coder anthropic qwen3-coder" "gpt-5.5 openai gpt-5.5" >"$work/gateway.toml"
 start_process "$work/gateway.log" "$GATEWAY_BIN" --config "$work/gateway.toml"
 gateway=$STARTED_URL
 
@@ -88,6 +91,8 @@ scrub claude-plain "${BODIES[0]}" claude-code-claude.json
 capture claude claude-sonnet-4-5 claude-tool \
   "Read the marker. [mock: call Read {\"file_path\":\"$work/claude-tool/work/marker.txt\"}]"
 scrub claude-tool "$(with_tool_result)" claude-code-claude-tool-result.json
+capture claude claude-opus-5-5 claude-opus "Say hello. [mock: text]"
+scrub claude-opus "${BODIES[0]}" claude-code-opus.json
 capture claude qwen3-coder claude-qwen "Say hello. [mock: text]"
 scrub claude-qwen "${BODIES[0]}" claude-code-qwen.json
 capture codex gpt-5.5 codex-plain "Say hello. [mock: text]"

@@ -162,7 +162,8 @@ for case in "${CASES[@]}"; do
     claude-tool)
       prompt="Read the marker. [mock: call Read {\"file_path\":\"$dir/work/marker.txt\"}]" ;;
     codex-tool) prompt='Show the marker. [mock: call exec_command {"cmd":"cat marker.txt"}]' ;;
-    # Codex's read-only sandbox may refuse the patch: the round trip is what counts.
+    # Codex's default read-only sandbox refuses the patch, and says so in the tool's output:
+    # the refusal proves Codex's apply_patch handler got the call (a custom_tool_call).
     codex-patch)
       patch='*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n'
       prompt="Add hello.txt. [mock: call apply_patch {\"input\":\"$patch\"}]" ;;
@@ -191,7 +192,7 @@ for case in "${CASES[@]}"; do
   case $kind in
     text) want=$expected_text ;;
     tool) want="$TOOL_RESULT_PREFIX*$marker" ;;
-    patch) want=$TOOL_RESULT_PREFIX ;;
+    patch) want="${TOOL_RESULT_PREFIX}patch rejected: writing is blocked by read-only sandbox" ;;
   esac
   # shellcheck disable=SC2053 # $want is a pattern: the tool case's text around the marker
   [[ $answer == *$want* ]] || problems+=("the final answer does not match *$want*")

@@ -7,7 +7,10 @@
 use crate::support::*;
 use serde_json::{json, Value};
 
-const CLAUDE_CODE: &str = include_str!("../fixtures/agents/claude-code-claude.json");
+/// Claude Code's default model (adaptive thinking, `output_config.effort`, a system turn).
+const CLAUDE_CODE: &str = include_str!("../fixtures/agents/claude-code-opus.json");
+/// `--model claude-sonnet-4-5`: thinking enabled with a 31,999-token budget.
+const CLAUDE_CODE_SONNET: &str = include_str!("../fixtures/agents/claude-code-claude.json");
 const CLAUDE_CODE_TOOL_RESULT: &str =
     include_str!("../fixtures/agents/claude-code-claude-tool-result.json");
 const CLAUDE_CODE_QWEN: &str = include_str!("../fixtures/agents/claude-code-qwen.json");
@@ -63,7 +66,7 @@ async fn upstream() -> ScriptedUpstream {
 
 fn config(base: &str) -> String {
     format!(
-        "{}{}{}{}{}{}",
+        "{}{}{}{}{}{}{}",
         model("claude-opus-5-5", &[("openai", base)]),
         model("qwen3-coder", &[("openai-compatible", base)]),
         model_with("strict-claude", "strict = true", &[("openai", base)]),
@@ -77,6 +80,10 @@ fn config(base: &str) -> String {
             "codex-strict",
             "strict = true\nbuiltin_tools = \"drop\"",
             &[("anthropic", base)]
+        ),
+        // A target whose model takes a reasoning effort.
+        format!(
+            "[[models]]\nname = \"sonnet-reasoning\"\n[[models.targets]]\nprovider = \"openai\"\nbase_url = \"{base}\"\nmodel = \"up-reasoning\"\nreasoning = true\n"
         ),
     )
 }
@@ -176,7 +183,7 @@ async fn claude_code_gets_in_on_openai_models_and_every_drop_is_named() {
     )
     .await;
 
-    // A later turn (a tool result, a cached block inside a message) and the non-Claude name.
+    // A later turn (a tool result) and the non-Claude name.
     for (body, model) in [
         (CLAUDE_CODE_TOOL_RESULT, "claude-opus-5-5"),
         (CLAUDE_CODE_QWEN, "qwen3-coder"),
@@ -408,4 +415,42 @@ async fn root_probe_and_count_tokens() {
         ))
         .await;
     assert_error(MESSAGES, &r, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thinking_maps_to_reasoning_effort_on_a_target_that_takes_it() {
+    let up = upstream().await;
+    let gw = TestGateway::start(&config(&up.base_url())).await;
+    // A 31,999-token thinking budget reads as high effort.
+    let r = gw
+        .send(post(
+            MESSAGES,
+            fixture(CLAUDE_CODE_SONNET, "sonnet-reasoning"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        !dropped(&r).contains(&"thinking".to_owned()),
+        "{:?}",
+        dropped(&r)
+    );
+    let (_, sent) = up.requests().pop().unwrap();
+    assert_eq!(sent["reasoning_effort"], "high");
+    // Claude Code's own `output_config.effort` wins over the budget reading.
+    let r = gw
+        .send(post(MESSAGES, fixture(CLAUDE_CODE, "sonnet-reasoning")))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, sent) = up.requests().pop().unwrap();
+    assert_eq!(sent["reasoning_effort"], "medium");
+    // On a target without it, the same body's thinking is dropped and named.
+    let r = gw
+        .send(post(
+            MESSAGES,
+            fixture(CLAUDE_CODE_SONNET, "claude-opus-5-5"),
+        ))
+        .await;
+    assert!(dropped(&r).contains(&"thinking".to_owned()));
+    let (_, sent) = up.requests().pop().unwrap();
+    assert!(sent.get("reasoning_effort").is_none());
 }
