@@ -13,7 +13,7 @@ use crate::results::{thousands, CALLGRIND};
 
 /// (passthrough shape, translated shape): the same client body, the model on the dialect's
 /// own provider, then on the other one.
-pub(crate) const PAIRS: [(&str, &str); 2] = [
+pub(crate) const PAIRS: [(&str, &str); 3] = [
     (
         "chat-nonstream-minimal",
         "chat-nonstream-minimal-via-anthropic",
@@ -22,6 +22,9 @@ pub(crate) const PAIRS: [(&str, &str); 2] = [
         "messages-nonstream-minimal",
         "messages-nonstream-minimal-via-openai",
     ),
+    // Streaming: the one pair whose two shapes share a body (the other -via- streams add a
+    // system prompt their passthrough twins lack).
+    ("messages-stream-mid", "messages-stream-mid-via-openai"),
 ];
 
 /// Every shape of [`PAIRS`], in order.

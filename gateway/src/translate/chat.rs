@@ -8,11 +8,12 @@ use super::hub::{
     ToolChoice, Usage,
 };
 use super::json::{
-    array, boolean, count, invalid, is_inert, need, number, object, string, strings, up_str, up_u64,
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings, up_u64,
 };
 use super::policy::Verdicts;
-use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
+use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
 use crate::dialect::Provider;
+use std::borrow::Cow;
 
 /// Hints: they tune storage, billing or routing on OpenAI's side and cannot change the
 /// answer's content (TRANSLATION.md); dropped.
@@ -75,18 +76,30 @@ pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, Tr
 
 fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
     for (i, m) in array(v, "messages")?.iter().enumerate() {
-        let at = format!("messages[{i}]");
-        let o = object(m, &at)?;
-        let role = need(o, "role", &at)?.as_str().unwrap_or_default();
+        // Formatted only where an error names it (two `format!` per turn were ~3% of a
+        // translated request).
+        let path = || format!("messages[{i}]");
+        let o = m
+            .as_object()
+            .ok_or_else(|| invalid(path(), "must be an object"))?;
+        let role = need(o, "role", &path)?.as_str().unwrap_or_default();
         for key in o.keys() {
             let ok = matches!(key.as_str(), "role" | "content" | "name")
                 || (role == "assistant" && matches!(key.as_str(), "tool_calls" | "refusal"))
                 || (role == "tool" && key == "tool_call_id");
             if !ok && !o[key].is_null() {
-                return Err(invalid(format!("{at}.{key}"), "cannot be translated"));
+                return Err(invalid(format!("{}.{key}", path()), "cannot be translated"));
             }
         }
         let content = o.get("content").filter(|c| !c.is_null());
+        if let (Some(Value::String(s)), "user") = (content, role) {
+            r.messages.push(Message {
+                role: Role::User,
+                parts: vec![Part::Text(s.clone())],
+            });
+            continue;
+        }
+        let at = path();
         match role {
             "system" | "developer" => {
                 let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
@@ -484,93 +497,102 @@ pub(crate) fn usage_json(u: &Usage) -> Value {
     })
 }
 
-/// Decodes an upstream chat completion.
-pub(crate) fn decode_response(v: &Value) -> Result<Response, UpstreamShapeError> {
+/// Decodes an upstream chat completion (typed: [`wire`]).
+pub(crate) fn decode_response(body: &[u8]) -> Result<Response, UpstreamShapeError> {
+    let v: wire::ChatCompletionIn<'_> = serde_json::from_slice(body)
+        .map_err(|e| UpstreamShapeError(format!("not a chat completion ({e})")))?;
     let choice = v
-        .get("choices")
-        .and_then(|c| c.get(0))
+        .choices
+        .and_then(|c| c.into_iter().next())
         .ok_or_else(|| UpstreamShapeError("`choices` is empty".into()))?;
-    let msg = choice.get("message").unwrap_or(&Value::Null);
     let mut output = Vec::new();
-    if let Some(t) = msg.get("content").and_then(Value::as_str) {
-        if !t.is_empty() {
-            output.push(Output::Text(t.to_owned()));
+    if let Some(msg) = choice.message {
+        if let Some(t) = wire::raw_str(msg.content).filter(|t| !t.is_empty()) {
+            output.push(Output::Text(t.into_owned()));
+        }
+        if let Some(t) = msg.refusal {
+            output.push(Output::Text(t.into_owned()));
+        }
+        for c in msg.tool_calls.into_iter().flatten() {
+            let missing = |k: &str| UpstreamShapeError(format!("`{k}` is missing or not a string"));
+            let f = c.function.ok_or_else(|| missing("name"))?;
+            output.push(Output::ToolCall {
+                id: c.id.ok_or_else(|| missing("id"))?.into_owned(),
+                name: f.name.ok_or_else(|| missing("name"))?.into_owned(),
+                arguments: f.arguments.map_or_else(|| "{}".to_owned(), Cow::into_owned),
+            });
         }
     }
-    if let Some(t) = msg.get("refusal").and_then(Value::as_str) {
-        output.push(Output::Text(t.to_owned()));
-    }
-    for c in msg
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let f = c.get("function").unwrap_or(&Value::Null);
-        output.push(Output::ToolCall {
-            id: up_str(c, "id")?.to_owned(),
-            name: up_str(f, "name")?.to_owned(),
-            arguments: f
-                .get("arguments")
-                .and_then(Value::as_str)
-                .unwrap_or("{}")
-                .to_owned(),
-        });
-    }
+    let u = v.usage.unwrap_or_default();
     Ok(Response {
-        id: up_str(v, "id").unwrap_or("chatcmpl").to_owned(),
-        model: up_str(v, "model").unwrap_or_default().to_owned(),
+        id: v.id.map_or_else(|| "chatcmpl".to_owned(), Cow::into_owned),
+        model: v.model.map(Cow::into_owned).unwrap_or_default(),
         output,
-        stop: stop_from(choice.get("finish_reason").and_then(Value::as_str)),
-        usage: v.get("usage").map(usage_from).unwrap_or_default(),
+        stop: stop_from(choice.finish_reason.as_deref()),
+        usage: Usage {
+            input: u.prompt_tokens.unwrap_or(0),
+            cache_read: u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            cache_creation: 0,
+            output: u.completion_tokens.unwrap_or(0),
+        },
     })
 }
 
 /// Encodes a hub answer as a chat completion.
-pub(crate) fn encode_response(r: &Response) -> Value {
-    let text: String = r
-        .output
-        .iter()
-        .filter_map(|o| match o {
-            Output::Text(t) => Some(t.as_str()),
-            Output::ToolCall { .. } => None,
-        })
-        .collect();
-    let calls: Vec<Value> = r
-        .output
-        .iter()
-        .filter_map(|o| match o {
+pub(crate) fn encode_response(r: &Response) -> Vec<u8> {
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for o in &r.output {
+        match o {
+            Output::Text(t) => text.push_str(t),
             Output::ToolCall {
                 id,
                 name,
                 arguments,
-            } => Some(json!({
-                "id": id, "type": "function", "function": {"name": name, "arguments": arguments},
-            })),
-            Output::Text(_) => None,
-        })
-        .collect();
-    let mut message = json!({
-        "role": "assistant",
-        "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) },
-        "refusal": null,
-    });
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
+            } => tool_calls.push(wire::ChatToolCallOut {
+                id,
+                ty: "function",
+                function: wire::ChatFunctionOut { name, arguments },
+            }),
+        }
     }
-    json!({
-        "id": r.id,
-        "object": "chat.completion",
-        "created": super::now_secs(),
-        "model": r.model,
-        "choices": [{
-            "index": 0,
-            "message": message,
-            "logprobs": null,
-            "finish_reason": finish_reason(r.stop),
+    let out = wire::ChatCompletionOut {
+        id: &r.id,
+        object: "chat.completion",
+        created: super::now_secs(),
+        model: &r.model,
+        choices: [wire::ChatChoiceOut {
+            index: 0,
+            message: wire::ChatMessageOut {
+                role: "assistant",
+                content: (!text.is_empty() || tool_calls.is_empty()).then_some(text),
+                refusal: None,
+                tool_calls,
+            },
+            logprobs: None,
+            finish_reason: finish_reason(r.stop),
         }],
-        "usage": usage_json(&r.usage),
-    })
+        usage: wire::ChatUsageOut {
+            prompt_tokens: r.usage.input,
+            completion_tokens: r.usage.output,
+            total_tokens: r.usage.input.saturating_add(r.usage.output),
+            prompt_tokens_details: wire::CachedOut {
+                cached_tokens: r.usage.cache_read,
+            },
+        },
+    };
+    to_bytes(&out)
+}
+
+/// Serialized into a buffer sized for a typical answer: growing from empty cost measurable
+/// reallocations per request.
+pub(crate) fn to_bytes(v: &impl serde::Serialize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1024);
+    serde_json::to_writer(&mut out, v).expect("a JSON value serializes");
+    out
 }
 
 #[cfg(test)]
@@ -682,7 +704,7 @@ mod tests {
                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}},
         });
-        let r = decode_response(&up).unwrap();
+        let r = decode_response(up.to_string().as_bytes()).unwrap();
         assert_eq!(r.stop, StopReason::ToolUse);
         assert_eq!(
             r.usage,
@@ -693,7 +715,7 @@ mod tests {
                 output: 3
             }
         );
-        let back = encode_response(&r);
+        let back: Value = serde_json::from_slice(&encode_response(&r)).unwrap();
         assert_eq!(back["choices"][0]["finish_reason"], "tool_calls");
         assert_eq!(back["choices"][0]["message"]["tool_calls"][0]["id"], "c1");
         assert_eq!(back["usage"]["prompt_tokens_details"]["cached_tokens"], 4);

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{TranslateError, UpstreamShapeError};
+use super::TranslateError;
 
 pub(crate) fn invalid(field: impl Into<String>, why: impl Into<String>) -> TranslateError {
     TranslateError::Invalid {
@@ -48,14 +48,39 @@ pub(crate) fn number(v: &Value, field: &str) -> Result<Number, TranslateError> {
 }
 
 /// A required key of an object.
+/// `o[key]`, required; `at` is the object's path (a `&str`, or a closure formatting it
+/// only for the error).
 pub(crate) fn need<'a>(
     o: &'a Map<String, Value>,
     key: &str,
-    at: &str,
+    at: impl At,
 ) -> Result<&'a Value, TranslateError> {
     o.get(key)
         .filter(|v| !v.is_null())
-        .ok_or_else(|| invalid(format!("{at}.{key}"), "is required"))
+        .ok_or_else(|| invalid(format!("{}.{key}", at.path()), "is required"))
+}
+
+/// A field path, or what builds it.
+pub(crate) trait At {
+    fn path(&self) -> String;
+}
+
+impl At for &str {
+    fn path(&self) -> String {
+        (*self).to_owned()
+    }
+}
+
+impl At for &String {
+    fn path(&self) -> String {
+        (*self).clone()
+    }
+}
+
+impl<F: Fn() -> String> At for &F {
+    fn path(&self) -> String {
+        self()
+    }
 }
 
 /// `stop`-style values: a string or an array of strings.
@@ -85,12 +110,6 @@ pub(crate) fn is_inert(v: &Value) -> bool {
 }
 
 // Upstream-side accessors: a missing or mistyped field is the upstream's fault (502).
-
-pub(crate) fn up_str<'a>(v: &'a Value, key: &str) -> Result<&'a str, UpstreamShapeError> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| UpstreamShapeError(format!("`{key}` is missing or not a string")))
-}
 
 pub(crate) fn up_u64(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)

@@ -22,6 +22,7 @@ pub(crate) mod policy;
 pub(crate) mod responses;
 pub(crate) mod stream;
 mod walk;
+mod wire;
 
 use bytes::Bytes;
 
@@ -140,7 +141,7 @@ pub(crate) fn encode_request(
     };
     let dropped = verdicts.finish(api_name(upstream))?;
     Ok(Encoded {
-        body: Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes")),
+        body: Bytes::from(chat::to_bytes(&v)),
         dropped,
     })
 }
@@ -152,11 +153,9 @@ pub(crate) fn translate_response(
     view: &hub::ClientView,
     body: &[u8],
 ) -> Result<(Bytes, hub::Usage), UpstreamShapeError> {
-    let v: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| UpstreamShapeError(format!("the body is not JSON ({e})")))?;
     let resp = match upstream {
-        Dialect::Chat => chat::decode_response(&v)?,
-        Dialect::Messages => messages::decode_response(&v)?,
+        Dialect::Chat => chat::decode_response(body)?,
+        Dialect::Messages => messages::decode_response(body)?,
         Dialect::Responses => {
             return Err(UpstreamShapeError(
                 "Responses upstreams are not translated".into(),
@@ -166,12 +165,9 @@ pub(crate) fn translate_response(
     let out = match client {
         Dialect::Chat => chat::encode_response(&resp),
         Dialect::Messages => messages::encode_response(&resp),
-        Dialect::Responses => responses::encode_response(&resp, view),
+        Dialect::Responses => chat::to_bytes(&responses::encode_response(&resp, view)),
     };
-    Ok((
-        Bytes::from(serde_json::to_vec(&out).expect("a JSON value serializes")),
-        resp.usage,
-    ))
+    Ok((Bytes::from(out), resp.usage))
 }
 
 /// The API name used in refusals.

@@ -65,27 +65,30 @@ async fn upstream() -> ScriptedUpstream {
 }
 
 fn config(base: &str) -> String {
-    format!(
-        "{}{}{}{}{}{}{}",
-        model("claude-opus-5-5", &[("openai", base)]),
-        model("qwen3-coder", &[("openai-compatible", base)]),
-        model_with("strict-claude", "strict = true", &[("openai", base)]),
-        model_with(
-            "codex-anthropic",
-            "builtin_tools = \"drop\"",
-            &[("anthropic", base)]
-        ),
-        model("codex-default", &[("anthropic", base)]),
-        model_with(
-            "codex-strict",
-            "strict = true\nbuiltin_tools = \"drop\"",
-            &[("anthropic", base)]
-        ),
-        // A target whose model takes a reasoning effort.
-        format!(
-            "[[models]]\nname = \"sonnet-reasoning\"\n[[models.targets]]\nprovider = \"openai\"\nbase_url = \"{base}\"\nmodel = \"up-reasoning\"\nreasoning = true\n"
-        ),
-    )
+    let mut c = String::new();
+    c.push_str(&model("claude-opus-5-5", &[("openai", base)]));
+    c.push_str(&model("qwen3-coder", &[("openai-compatible", base)]));
+    c.push_str(&model_with(
+        "strict-claude",
+        "strict = true",
+        &[("openai", base)],
+    ));
+    c.push_str(&model_with(
+        "codex-anthropic",
+        "builtin_tools = \"drop\"",
+        &[("anthropic", base)],
+    ));
+    c.push_str(&model("codex-default", &[("anthropic", base)]));
+    c.push_str(&model_with(
+        "codex-strict",
+        "strict = true\nbuiltin_tools = \"drop\"",
+        &[("anthropic", base)],
+    ));
+    // A target whose model takes a reasoning effort.
+    c.push_str(&format!(
+        "[[models]]\nname = \"sonnet-reasoning\"\n[[models.targets]]\nprovider = \"openai\"\nbase_url = \"{base}\"\nmodel = \"up-reasoning\"\nreasoning = true\n"
+    ));
+    c
 }
 
 /// A fixture with its model replaced.
