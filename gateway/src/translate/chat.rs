@@ -8,7 +8,7 @@ use super::hub::{
     ToolChoice, Usage,
 };
 use super::json::{
-    array, boolean, count, invalid, is_inert, need, number, object, string, strings, up_u64,
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings,
 };
 use super::policy::Verdicts;
 use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
@@ -409,25 +409,11 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
         }
         // In place: chat takes system messages anywhere in the conversation.
         Role::System => {
-            let text: Vec<&str> = m
-                .parts
-                .iter()
-                .filter_map(|p| match p {
-                    Part::Text(t) => Some(t.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text: Vec<&str> = m.texts().collect();
             out.push(json!({"role": "system", "content": text.join("\n\n")}));
         }
         Role::Assistant => {
-            let text: String = m
-                .parts
-                .iter()
-                .filter_map(|p| match p {
-                    Part::Text(t) => Some(t.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text: String = m.texts().collect();
             let calls: Vec<Value> = m
                 .parts
                 .iter()
@@ -477,14 +463,16 @@ pub(crate) fn finish_reason(s: StopReason) -> &'static str {
 }
 
 /// Reads a chat `usage` object.
-pub(crate) fn usage_from(u: &Value) -> Usage {
+pub(crate) fn usage_from(u: &wire::ChatUsageIn) -> Usage {
     Usage {
-        input: up_u64(u, "prompt_tokens"),
+        input: u.prompt_tokens.unwrap_or(0),
         cache_read: u
-            .get("prompt_tokens_details")
-            .map_or(0, |d| up_u64(d, "cached_tokens")),
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0),
         cache_creation: 0,
-        output: up_u64(u, "completion_tokens"),
+        output: u.completion_tokens.unwrap_or(0),
     }
 }
 
@@ -523,21 +511,12 @@ pub(crate) fn decode_response(body: &[u8]) -> Result<Response, UpstreamShapeErro
             });
         }
     }
-    let u = v.usage.unwrap_or_default();
     Ok(Response {
         id: v.id.map_or_else(|| "chatcmpl".to_owned(), Cow::into_owned),
         model: v.model.map(Cow::into_owned).unwrap_or_default(),
         output,
         stop: stop_from(choice.finish_reason.as_deref()),
-        usage: Usage {
-            input: u.prompt_tokens.unwrap_or(0),
-            cache_read: u
-                .prompt_tokens_details
-                .and_then(|d| d.cached_tokens)
-                .unwrap_or(0),
-            cache_creation: 0,
-            output: u.completion_tokens.unwrap_or(0),
-        },
+        usage: v.usage.as_ref().map(usage_from).unwrap_or_default(),
     })
 }
 

@@ -164,6 +164,16 @@ pub(crate) struct Message {
     pub(crate) parts: Vec<Part>,
 }
 
+impl Message {
+    /// The text parts, in order.
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Part {
     Text(String),

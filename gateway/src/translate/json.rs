@@ -108,9 +108,3 @@ pub(crate) fn is_inert(v: &Value) -> bool {
         Value::Object(o) => o.is_empty(),
     }
 }
-
-// Upstream-side accessors: a missing or mistyped field is the upstream's fault (502).
-
-pub(crate) fn up_u64(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
-}

@@ -364,10 +364,7 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
     let mut system: Vec<&str> = r.system.iter().map(String::as_str).collect();
     for (i, m) in r.messages.iter().enumerate() {
         if m.role == Role::System {
-            system.extend(m.parts.iter().filter_map(|p| match p {
-                Part::Text(t) => Some(t.as_str()),
-                _ => None,
-            }));
+            system.extend(m.texts());
             continue;
         }
         let blocks = m

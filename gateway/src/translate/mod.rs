@@ -22,7 +22,7 @@ pub(crate) mod policy;
 pub(crate) mod responses;
 pub(crate) mod stream;
 mod walk;
-mod wire;
+pub(crate) mod wire;
 
 use bytes::Bytes;
 

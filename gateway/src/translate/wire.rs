@@ -52,31 +52,31 @@ pub(super) struct ChatToolCallIn<'a> {
 }
 
 #[derive(Deserialize)]
-pub(super) struct ChatFunctionIn<'a> {
+pub(crate) struct ChatFunctionIn<'a> {
     #[serde(borrow, default)]
-    pub(super) name: Option<Cow<'a, str>>,
+    pub(crate) name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub(super) arguments: Option<Cow<'a, str>>,
+    pub(crate) arguments: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
-pub(super) struct ChatUsageIn {
+pub(crate) struct ChatUsageIn {
     #[serde(default)]
-    pub(super) prompt_tokens: Option<u64>,
+    pub(crate) prompt_tokens: Option<u64>,
     #[serde(default)]
-    pub(super) completion_tokens: Option<u64>,
+    pub(crate) completion_tokens: Option<u64>,
     #[serde(default)]
-    pub(super) prompt_tokens_details: Option<CachedIn>,
+    pub(crate) prompt_tokens_details: Option<CachedIn>,
 }
 
 #[derive(Deserialize, Default)]
-pub(super) struct CachedIn {
+pub(crate) struct CachedIn {
     #[serde(default)]
-    pub(super) cached_tokens: Option<u64>,
+    pub(crate) cached_tokens: Option<u64>,
 }
 
 /// A JSON string's text, when `raw` is a string.
-pub(super) fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+pub(crate) fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
     raw.filter(|r| r.get().starts_with('"'))
         .and_then(|r| serde_json::from_str(r.get()).ok())
 }
@@ -214,4 +214,50 @@ pub(super) struct AnthropicUsageOut {
     pub(super) output_tokens: u64,
     pub(super) cache_read_input_tokens: u64,
     pub(super) cache_creation_input_tokens: u64,
+}
+
+// ---- chat completion chunks, as an upstream streams them ----
+
+#[derive(Deserialize)]
+pub(crate) struct ChunkIn<'a> {
+    /// An in-stream error (then read again as a tree: a cold path).
+    #[serde(borrow, default)]
+    pub(crate) error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(crate) model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(crate) choices: Option<Vec<ChunkChoiceIn<'a>>>,
+    #[serde(default)]
+    pub(crate) usage: Option<ChatUsageIn>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ChunkChoiceIn<'a> {
+    #[serde(borrow, default)]
+    pub(crate) delta: Option<DeltaIn<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct DeltaIn<'a> {
+    /// Raw, as in [`ChatMessageIn`]: only a string is text.
+    #[serde(borrow, default)]
+    pub(crate) content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) refusal: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(crate) tool_calls: Option<Vec<ToolCallDeltaIn<'a>>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ToolCallDeltaIn<'a> {
+    #[serde(default)]
+    pub(crate) index: Option<u64>,
+    #[serde(borrow, default)]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(crate) function: Option<ChatFunctionIn<'a>>,
 }

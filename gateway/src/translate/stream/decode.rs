@@ -1,11 +1,13 @@
 //! Upstream stream decoders: chat chunks and Anthropic events into hub events.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::dialect::Dialect;
 use crate::sse::SseEvent;
 use crate::translate::hub::{Event, Usage};
-use crate::translate::{chat, messages};
+use crate::translate::{chat, messages, wire};
 
 pub(crate) enum Decoder {
     Chat(ChatDecoder),
@@ -63,81 +65,66 @@ pub(crate) struct ChatDecoder {
 }
 
 impl ChatDecoder {
+    /// Chunks are read through typed, borrowed structs ([`wire::ChunkIn`]): a `Value` tree
+    /// per chunk was most of a translated stream's cost.
     fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
         if ev.data == b"[DONE]" {
             out.push(Event::End);
             return;
         }
-        let Ok(v) = serde_json::from_slice::<Value>(ev.data) else {
+        let Ok(v) = serde_json::from_slice::<wire::ChunkIn<'_>>(ev.data) else {
             out.push(Event::Error {
                 kind: "api_error".into(),
-                message: "the upstream sent an event that is not JSON".into(),
+                message: "the upstream sent an event that is not a chat chunk".into(),
             });
             return;
         };
-        if v.get("error").is_some_and(|e| !e.is_null()) {
-            out.push(error_event(&v));
+        if v.error.is_some_and(|e| e.get() != "null") {
+            let tree = serde_json::from_slice::<Value>(ev.data).unwrap_or(Value::Null);
+            out.push(error_event(&tree));
             return;
         }
         if !self.started {
             self.started = true;
             out.push(Event::Start {
-                id: v
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("chatcmpl")
-                    .to_owned(),
-                model: v
-                    .get("model")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                id: v.id.as_deref().unwrap_or("chatcmpl").to_owned(),
+                model: v.model.as_deref().unwrap_or_default().to_owned(),
             });
         }
-        if let Some(choice) = v.get("choices").and_then(|c| c.get(0)) {
-            let delta = choice.get("delta").unwrap_or(&Value::Null);
-            for key in ["content", "refusal"] {
-                if let Some(t) = delta.get(key).and_then(Value::as_str) {
+        if let Some(choice) = v.choices.into_iter().flatten().next() {
+            if let Some(delta) = choice.delta {
+                for t in [wire::raw_str(delta.content), delta.refusal]
+                    .into_iter()
+                    .flatten()
+                {
                     if !t.is_empty() {
-                        out.push(Event::Text(t.to_owned()));
+                        out.push(Event::Text(t.into_owned()));
+                    }
+                }
+                for tc in delta.tool_calls.into_iter().flatten() {
+                    let index = tc.index.unwrap_or(0);
+                    let (name, arguments) = match tc.function {
+                        Some(f) => (f.name, f.arguments),
+                        None => (None, None),
+                    };
+                    if !self.tools.contains(&index) {
+                        self.tools.push(index);
+                        out.push(Event::ToolCallStart {
+                            id: tc.id.map(Cow::into_owned).unwrap_or_default(),
+                            name: name.map(Cow::into_owned).unwrap_or_default(),
+                        });
+                    }
+                    if let Some(a) = arguments.filter(|a| !a.is_empty()) {
+                        out.push(Event::ToolArgs(a.into_owned()));
                     }
                 }
             }
-            for tc in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let index = tc.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let f = tc.get("function").unwrap_or(&Value::Null);
-                if !self.tools.contains(&index) {
-                    self.tools.push(index);
-                    out.push(Event::ToolCallStart {
-                        id: tc
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                        name: f
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    });
-                }
-                if let Some(a) = f.get("arguments").and_then(Value::as_str) {
-                    if !a.is_empty() {
-                        out.push(Event::ToolArgs(a.to_owned()));
-                    }
-                }
-            }
-            if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+            if let Some(r) = choice.finish_reason {
                 self.stopped = true;
-                out.push(Event::Stop(chat::stop_from(Some(r))));
+                out.push(Event::Stop(chat::stop_from(Some(&r))));
             }
         }
-        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+        if let Some(u) = &v.usage {
             out.push(Event::Usage(chat::usage_from(u)));
         }
     }
