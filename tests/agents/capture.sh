@@ -21,14 +21,9 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/agents/lib.sh"
 
 find_clients
-if [ "${AGENTS_NETNS:-}" != 1 ]; then
-  find_binaries
-  CAPTURE_DEST=$(realpath -m "${1:-$repo/gateway/tests/fixtures/agents}")
-  CAPTURE_WORK=$repo/out/agents-capture
-  rm -rf "$CAPTURE_WORK"
-  mkdir -p "$CAPTURE_WORK" "$CAPTURE_DEST"
-  export CAPTURE_DEST CAPTURE_WORK
-fi
+fresh_work CAPTURE_WORK "$repo/out/agents-capture"
+dest=$(realpath -m "${1:-$repo/gateway/tests/fixtures/agents}")
+mkdir -p "$dest"
 enter_netns "$0" "$@"
 work=$CAPTURE_WORK
 trap stop_all EXIT
@@ -80,12 +75,12 @@ EOF
 scrub() {
   local dir=$work/$1 encoded
   encoded=${dir//[^a-zA-Z0-9]/-}-work
-  python3 "$repo/tests/agents/scrub.py" "$2" "$CAPTURE_DEST/$3" \
+  python3 "$repo/tests/agents/scrub.py" "$2" "$dest/$3" \
     "$dir/work=/work/project" "$dir/home=/home/user" "$encoded=-work-project"
   echo "  $3 <- $1 ($(basename "$2"))"
 }
 
-echo "tests/agents/capture: into $CAPTURE_DEST"
+echo "tests/agents/capture: into $dest"
 capture claude claude-sonnet-4-5 claude-plain "Say hello. [mock: text]"
 scrub claude-plain "${BODIES[0]}" claude-code-claude.json
 capture claude claude-sonnet-4-5 claude-tool \

@@ -67,6 +67,16 @@ find_binaries() {
   fi
 }
 
+# fresh_work VAR DIR: before the namespace is entered, finds the binaries and empties DIR
+# for the script's files, exported as VAR for its run inside the namespace (where it is kept).
+fresh_work() {
+  [ "${AGENTS_NETNS:-}" != 1 ] || return 0
+  find_binaries
+  rm -rf "$2"
+  mkdir -p "$2"
+  export "$1=$2"
+}
+
 # Runs the calling script again ("$@": its path and arguments) in a fresh network namespace
 # that has only `lo`, so any call off this machine fails: what passes there needs none.
 # Inside it, brings `lo` up and returns. Without the privilege for a namespace, says loudly

@@ -20,13 +20,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/agents/lib.sh"
 
 find_clients
-if [ "${AGENTS_NETNS:-}" != 1 ]; then
-  find_binaries
-  AGENTS_OUT=${AGENTS_OUT:-$repo/out/agents}
-  rm -rf "$AGENTS_OUT"
-  mkdir -p "$AGENTS_OUT"
-  export AGENTS_OUT
-fi
+fresh_work AGENTS_OUT "${AGENTS_OUT:-$repo/out/agents}"
 enter_netns "$0" "$@"
 out=$AGENTS_OUT
 trap stop_all EXIT

@@ -1,7 +1,7 @@
 //! OpenAI chat completions codec: client requests into the hub, the hub into upstream
 //! requests (OpenAI and OpenAI-compatible servers), and answers both ways.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::hub::{
     Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role, StopReason, Tool,
@@ -292,82 +292,92 @@ fn decode_tool_choice(v: &Value) -> Result<ToolChoice, TranslateError> {
     }
 }
 
-/// Encodes a hub request for an OpenAI or OpenAI-compatible chat upstream.
-pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Value {
-    let mut messages = Vec::new();
+/// Encodes a hub request for an OpenAI or OpenAI-compatible chat upstream (typed:
+/// [`wire::ChatRequestOut`]).
+pub(super) fn encode_request<'a>(r: &'a Request, t: TargetInfo<'a>) -> wire::ChatRequestOut<'a> {
+    let mut messages = Vec::with_capacity(r.messages.len() + 1);
     if !r.system.is_empty() {
-        messages.push(json!({"role": "system", "content": r.system.join("\n\n")}));
+        messages.push(wire::ChatTurnOut::System {
+            content: joined(r.system.iter().map(String::as_str), "\n\n"),
+        });
     }
     for m in &r.messages {
         encode_message(m, &mut messages);
     }
-    let mut o = Map::new();
-    o.insert("model".into(), json!(t.model));
-    o.insert("messages".into(), Value::Array(messages));
-    if r.stream {
-        o.insert("stream".into(), json!(true));
+    // OpenAI's newer models refuse `max_tokens`; compatible servers often only know it.
+    let (max_completion_tokens, max_tokens) = if t.provider == Provider::Openai {
+        (r.max_tokens, None)
+    } else {
+        (None, r.max_tokens)
+    };
+    let tools: Vec<wire::ChatToolOut<'_>> = r
+        .tools
+        .iter()
+        .map(|t| wire::ChatToolOut {
+            ty: "function",
+            function: wire::ChatToolFunctionOut {
+                name: &t.name,
+                description: t.description.as_deref(),
+                parameters: &t.parameters,
+            },
+        })
+        .collect();
+    wire::ChatRequestOut {
+        model: t.model,
+        messages,
+        stream: r.stream,
         // Always: the gateway needs the usage for accounting and for the client's dialect.
-        o.insert("stream_options".into(), json!({"include_usage": true}));
+        stream_options: r.stream.then_some(wire::IncludeUsage {
+            include_usage: true,
+        }),
+        max_completion_tokens,
+        max_tokens,
+        temperature: r.temperature.as_ref(),
+        top_p: r.top_p.as_ref(),
+        stop: &r.stop,
+        reasoning_effort: r
+            .reasoning
+            .as_ref()
+            .and_then(|re| re.effort)
+            .filter(|_| t.reasoning)
+            .map(Effort::openai),
+        user: r.user.as_deref(),
+        parallel_tool_calls: r.parallel_tool_calls.filter(|_| !tools.is_empty()),
+        tools,
+        tool_choice: r.tool_choice.as_ref().map(|c| match c {
+            ToolChoice::Auto => wire::ChatToolChoiceOut::Mode("auto"),
+            ToolChoice::None => wire::ChatToolChoiceOut::Mode("none"),
+            ToolChoice::Required => wire::ChatToolChoiceOut::Mode("required"),
+            ToolChoice::Named(n) => wire::ChatToolChoiceOut::Named {
+                ty: "function",
+                function: wire::NameOut { name: n },
+            },
+        }),
     }
-    if let Some(n) = r.max_tokens {
-        // OpenAI's newer models refuse `max_tokens`; compatible servers often only know it.
-        let key = if t.provider == Provider::Openai {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
-        o.insert(key.into(), json!(n));
-    }
-    if let Some(x) = &r.temperature {
-        o.insert("temperature".into(), Value::Number(x.clone()));
-    }
-    if let Some(x) = &r.top_p {
-        o.insert("top_p".into(), Value::Number(x.clone()));
-    }
-    if !r.stop.is_empty() {
-        o.insert("stop".into(), json!(r.stop));
-    }
-    if let Some(effort) = r
-        .reasoning
-        .as_ref()
-        .and_then(|re| re.effort)
-        .filter(|_| t.reasoning)
-    {
-        o.insert("reasoning_effort".into(), json!(effort.openai()));
-    }
-    if let Some(u) = &r.user {
-        o.insert("user".into(), json!(u));
-    }
-    if !r.tools.is_empty() {
-        let tools: Vec<Value> = r
-            .tools
-            .iter()
-            .map(|t| {
-                let mut f = json!({"name": t.name, "parameters": t.parameters});
-                if let Some(d) = &t.description {
-                    f["description"] = json!(d);
-                }
-                json!({"type": "function", "function": f})
-            })
-            .collect();
-        o.insert("tools".into(), Value::Array(tools));
-        if let Some(p) = r.parallel_tool_calls {
-            o.insert("parallel_tool_calls".into(), json!(p));
-        }
-    }
-    if let Some(c) = &r.tool_choice {
-        let v = match c {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Named(n) => json!({"type": "function", "function": {"name": n}}),
-        };
-        o.insert("tool_choice".into(), v);
-    }
-    Value::Object(o)
 }
 
-fn encode_message(m: &Message, out: &mut Vec<Value>) {
+/// `parts` joined by `sep`, borrowed when there is only one.
+fn joined<'a>(mut parts: impl Iterator<Item = &'a str>, sep: &str) -> Cow<'a, str> {
+    let Some(first) = parts.next() else {
+        return Cow::Borrowed("");
+    };
+    match parts.next() {
+        None => Cow::Borrowed(first),
+        Some(second) => {
+            let mut s = String::with_capacity(first.len() + sep.len() + second.len());
+            s.push_str(first);
+            s.push_str(sep);
+            s.push_str(second);
+            for p in parts {
+                s.push_str(sep);
+                s.push_str(p);
+            }
+            Cow::Owned(s)
+        }
+    }
+}
+
+fn encode_message<'a>(m: &'a Message, out: &mut Vec<wire::ChatTurnOut<'a>>) {
     match m.role {
         Role::User => {
             let mut content = Vec::new();
@@ -378,43 +388,48 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
                         content: c,
                         is_error,
                     } => {
-                        let mut text = c
-                            .iter()
-                            .filter_map(|p| match p {
+                        let text = joined(
+                            c.iter().filter_map(|p| match p {
                                 Part::Text(t) => Some(t.as_str()),
                                 _ => None,
-                            })
-                            .collect::<Vec<_>>()
-                            .join("\n");
-                        if *is_error {
-                            // Chat has no error flag on tool messages: say it in the content.
-                            text = format!("Error: {text}");
-                        }
-                        out.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
+                            }),
+                            "\n",
+                        );
+                        // Chat has no error flag on tool messages: say it in the content.
+                        let content = if *is_error {
+                            Cow::Owned(format!("Error: {text}"))
+                        } else {
+                            text
+                        };
+                        out.push(wire::ChatTurnOut::Tool {
+                            tool_call_id: id,
+                            content,
+                        });
                     }
-                    Part::Text(t) => content.push(json!({"type": "text", "text": t})),
-                    Part::Image(i) => {
-                        content.push(json!({"type": "image_url", "image_url": {"url": i.to_url()}}))
-                    }
+                    Part::Text(t) => content.push(wire::ChatUserPart::Text { text: t }),
+                    Part::Image(i) => content.push(wire::ChatUserPart::ImageUrl {
+                        image_url: wire::ImageUrlOut { url: i.to_url() },
+                    }),
                     Part::ToolCall { .. } => {}
                 }
             }
             match content.as_slice() {
                 [] => {}
-                [one] if one["type"] == "text" => {
-                    out.push(json!({"role": "user", "content": one["text"]}))
-                }
-                _ => out.push(json!({"role": "user", "content": content})),
+                [wire::ChatUserPart::Text { text }] => out.push(wire::ChatTurnOut::User {
+                    content: wire::ChatUserContent::Text(text),
+                }),
+                _ => out.push(wire::ChatTurnOut::User {
+                    content: wire::ChatUserContent::Parts(content),
+                }),
             }
         }
         // In place: chat takes system messages anywhere in the conversation.
-        Role::System => {
-            let text: Vec<&str> = m.texts().collect();
-            out.push(json!({"role": "system", "content": text.join("\n\n")}));
-        }
+        Role::System => out.push(wire::ChatTurnOut::System {
+            content: joined(m.texts(), "\n\n"),
+        }),
         Role::Assistant => {
             let text: String = m.texts().collect();
-            let calls: Vec<Value> = m
+            let tool_calls: Vec<wire::ChatToolCallOut<'_>> = m
                 .parts
                 .iter()
                 .filter_map(|p| match p {
@@ -422,23 +437,23 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
                         id,
                         name,
                         arguments,
-                    } => Some(json!({
-                        "id": id, "type": "function",
-                        "function": {"name": name, "arguments": arguments},
-                    })),
+                    } => Some(wire::ChatToolCallOut {
+                        id,
+                        ty: "function",
+                        function: wire::ChatFunctionOut { name, arguments },
+                    }),
                     _ => None,
                 })
                 .collect();
-            let mut msg = json!({"role": "assistant"});
-            msg["content"] = if text.is_empty() && !calls.is_empty() {
-                Value::Null
+            let content = if text.is_empty() && !tool_calls.is_empty() {
+                None
             } else {
-                json!(text)
+                Some(text)
             };
-            if !calls.is_empty() {
-                msg["tool_calls"] = Value::Array(calls);
-            }
-            out.push(msg);
+            out.push(wire::ChatTurnOut::Assistant {
+                content,
+                tool_calls,
+            });
         }
     }
 }
@@ -628,7 +643,7 @@ mod tests {
             reasoning: false,
             policy: crate::translate::policy::Policy::default(),
         };
-        let out = encode_request(&r, t);
+        let out = serde_json::to_value(encode_request(&r, t)).unwrap();
         assert_eq!(out["model"], "up");
         assert_eq!(out["max_tokens"], 100);
         assert_eq!(out["stream_options"]["include_usage"], true);
@@ -650,7 +665,9 @@ mod tests {
             provider: Provider::Openai,
             ..t
         };
-        assert_eq!(encode_request(&r, t)["max_completion_tokens"], 100);
+        let out = serde_json::to_value(encode_request(&r, t)).unwrap();
+        assert_eq!(out["max_completion_tokens"], 100);
+        assert!(out.get("max_tokens").is_none());
     }
 
     #[test]

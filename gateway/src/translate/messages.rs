@@ -689,13 +689,14 @@ mod tests {
                 arguments: "{\"x\":1}".into()
             }
         );
-        let chat = super::super::chat::encode_request(
+        let chat = serde_json::to_value(super::super::chat::encode_request(
             &r,
             TargetInfo {
                 provider: Provider::Openai,
                 ..target()
             },
-        );
+        ))
+        .unwrap();
         assert_eq!(
             chat["messages"][1]["content"][1]["image_url"]["url"],
             "data:image/jpeg;base64,QQ=="

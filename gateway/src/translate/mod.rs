@@ -134,14 +134,14 @@ pub(crate) fn encode_request(
 ) -> Result<Encoded, TranslateError> {
     let mut verdicts = policy::Verdicts::new(target.policy);
     no_reasoning(req, target.reasoning, &mut verdicts);
-    let v = match upstream {
-        Dialect::Chat => chat::encode_request(req, target),
-        Dialect::Messages => messages::encode_request(req, target)?,
+    let body = match upstream {
+        Dialect::Chat => chat::to_bytes(&chat::encode_request(req, target)),
+        Dialect::Messages => chat::to_bytes(&messages::encode_request(req, target)?),
         Dialect::Responses => unreachable!("no provider is translated to Responses"),
     };
     let dropped = verdicts.finish(api_name(upstream))?;
     Ok(Encoded {
-        body: Bytes::from(chat::to_bytes(&v)),
+        body: Bytes::from(body),
         dropped,
     })
 }
