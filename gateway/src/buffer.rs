@@ -85,6 +85,8 @@ impl Drop for Reservation {
 pub(crate) enum BufferError {
     #[error("upstream body stalled")]
     Stalled,
+    #[error("upstream body took longer than upstream.response_timeout_ms")]
+    Deadline,
     #[error("upstream body could not be read")]
     Read,
     #[error("upstream body is larger than upstream.max_response_body_bytes")]
@@ -93,10 +95,12 @@ pub(crate) enum BufferError {
     Overloaded,
 }
 
-/// Reads a whole upstream body within the per-body limit and the shared budget.
+/// Reads a whole upstream body within the per-body limit and the shared budget, with at
+/// most `idle` between frames and `deadline` for all of it.
 pub(crate) async fn read(
     mut body: Incoming,
     idle: Duration,
+    deadline: Duration,
     max: usize,
     budget: &Arc<BufferBudget>,
 ) -> Result<(Bytes, Reservation), BufferError> {
@@ -108,16 +112,19 @@ pub(crate) async fn read(
     let mut reservation = budget
         .reserve(declared.unwrap_or(0))
         .ok_or(BufferError::Overloaded)?;
+    let until = tokio::time::Instant::now() + deadline;
     let mut first: Option<Bytes> = None;
     let mut buf = Vec::new();
     let mut len = 0usize;
     loop {
-        let frame = match tokio::time::timeout(idle, body.frame()).await {
-            Err(_) => return Err(BufferError::Stalled),
-            Ok(None) => break,
-            Ok(Some(Err(_))) => return Err(BufferError::Read),
-            Ok(Some(Ok(f))) => f,
-        };
+        let frame =
+            match tokio::time::timeout_at(until, tokio::time::timeout(idle, body.frame())).await {
+                Err(_) => return Err(BufferError::Deadline),
+                Ok(Err(_)) => return Err(BufferError::Stalled),
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(Err(_)))) => return Err(BufferError::Read),
+                Ok(Ok(Some(Ok(f)))) => f,
+            };
         let Ok(data) = frame.into_data() else {
             continue;
         };

@@ -224,9 +224,12 @@ pub(crate) struct Upstream {
     pub(crate) connect_timeout_ms: u64,
     /// Time from sending the request to the response head.
     pub(crate) first_byte_timeout_ms: u64,
-    /// Longest silence allowed between two body chunks. There is deliberately no
-    /// total-duration cap: it would cut long streams.
+    /// Longest silence allowed between two body chunks. Streams deliberately have no
+    /// total-duration cap: it would cut long answers.
     pub(crate) idle_timeout_ms: u64,
+    /// Longest a buffered (non-streaming) answer may take from its head to its last byte:
+    /// an upstream trickling a byte at a time beats the idle timeout for ever otherwise.
+    pub(crate) response_timeout_ms: u64,
     /// Idle pooled connections per upstream host.
     pub(crate) pool_max_idle_per_host: usize,
     /// Extra PEM CA bundle trusted for HTTPS upstreams (private CAs).
@@ -244,6 +247,7 @@ impl Default for Upstream {
             connect_timeout_ms: 5_000,
             first_byte_timeout_ms: 120_000,
             idle_timeout_ms: 120_000,
+            response_timeout_ms: 600_000,
             pool_max_idle_per_host: 256,
             extra_ca_file: None,
             max_response_body_bytes: 64 * 1024 * 1024,
@@ -373,6 +377,10 @@ impl Config {
                 self.upstream.first_byte_timeout_ms,
             ),
             ("upstream.idle_timeout_ms", self.upstream.idle_timeout_ms),
+            (
+                "upstream.response_timeout_ms",
+                self.upstream.response_timeout_ms,
+            ),
         ] {
             if v == 0 {
                 return Err(invalid(key, "must be > 0 milliseconds"));

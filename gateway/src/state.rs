@@ -66,6 +66,8 @@ pub(crate) struct ModelEntry {
 pub(crate) struct Timeouts {
     pub(crate) first_byte: Duration,
     pub(crate) idle: Duration,
+    /// A whole buffered upstream answer, from its head.
+    pub(crate) response: Duration,
     /// Whole request body, from the end of its head.
     pub(crate) body_read: Duration,
 }
@@ -208,6 +210,7 @@ impl State {
             buffer_budget: Arc::new(BufferBudget::new(cfg.upstream.max_buffered_bytes)),
             timeouts: Timeouts {
                 first_byte: Duration::from_millis(cfg.upstream.first_byte_timeout_ms),
+                response: Duration::from_millis(cfg.upstream.response_timeout_ms),
                 idle: Duration::from_millis(cfg.upstream.idle_timeout_ms),
                 body_read: Duration::from_millis(cfg.server.body_read_timeout_ms),
             },

@@ -297,6 +297,16 @@ async fn forward(
                 continue;
             }
         };
+        // hyper skips 100 and 103 itself; any other 1xx as the final answer (101 to a POST
+        // that asked for no upgrade) is a broken upstream, not an answer to relay.
+        if resp.status().is_informational() {
+            slot.upstream_error(UpstreamErrorKind::Protocol);
+            failure = (
+                ErrorKind::BadGateway,
+                "upstream sent an informational (1xx) status as its final answer",
+            );
+            continue;
+        }
         if resp.status().is_server_error() {
             slot.upstream_error(UpstreamErrorKind::Http5xx);
             if !last {
@@ -395,6 +405,7 @@ async fn respond(
     match buffer::read(
         upstream_body,
         gw.timeouts.idle,
+        gw.timeouts.response,
         gw.max_response_body_bytes,
         &gw.buffer_budget,
     )
@@ -472,6 +483,7 @@ async fn respond_translated(
     let (bytes, reservation) = match buffer::read(
         upstream_body,
         gw.timeouts.idle,
+        gw.timeouts.response,
         gw.max_response_body_bytes,
         &gw.buffer_budget,
     )
@@ -732,7 +744,9 @@ const fn error_label(kind: ErrorKind) -> &'static str {
 /// translated alike): a stall or read error counts as an upstream error of the model.
 fn buffer_failed(c: Settlement, dialect: Dialect, e: BufferError) -> Response<GatewayBody> {
     let (kind, upstream) = match e {
-        BufferError::Stalled => (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout)),
+        BufferError::Stalled | BufferError::Deadline => {
+            (ErrorKind::GatewayTimeout, Some(UpstreamErrorKind::Timeout))
+        }
         BufferError::Read => (ErrorKind::BadGateway, Some(UpstreamErrorKind::Read)),
         BufferError::TooLarge => (ErrorKind::BadGateway, None),
         BufferError::Overloaded => (ErrorKind::Overloaded, None),

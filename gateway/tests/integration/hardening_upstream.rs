@@ -485,3 +485,72 @@ async fn upstream_key_echoed_in_an_error_is_redacted() {
     assert!(!text.contains("upstream-secret"), "{text}");
     assert!(r.json()["error"]["message"].is_string(), "{text}");
 }
+
+// Issue 21, item 7: a buffered answer trickled a byte at a time beats the idle timeout
+// between frames, but not `upstream.response_timeout_ms`: 504 in the route's envelope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickled_buffered_answer_meets_the_total_deadline() {
+    let up = FnUpstream::start(|mut s, _| async move {
+        let _ = s
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n")
+            .await;
+        // Far longer than the deadline below, one byte per 100 ms: never idle for 1 s.
+        for _ in 0..600 {
+            if s.write_all(b" ").await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let config = format!(
+        "[upstream]\nidle_timeout_ms = 1000\nresponse_timeout_ms = 1500\n{}",
+        gpt_on(&up, "")
+    );
+    let gw = TestGateway::start(&config).await;
+    let started = std::time::Instant::now();
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
+    let took = started.elapsed();
+    assert_openai_error(&r, 504);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("response_timeout_ms"),
+        "{:?}",
+        r.body
+    );
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    let line = gw.wait_log("the 504", |l| l["status"] == 504).await;
+    assert_eq!(line["error"], "gateway_timeout", "{line}");
+}
+
+// Issue 21, item 8: hyper skips 100 and 103; a 101 (or any other 1xx) as the final answer
+// is a broken upstream: 502 in the route's envelope, never relayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn informational_final_answer_is_a_502() {
+    let up = fixed(
+        b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
+            .to_vec(),
+    )
+    .await;
+    let gw = TestGateway::start(&format!(
+        "{}\n{}",
+        gpt_on(&up, ""),
+        model("claude", &[("anthropic", &up.base_url())])
+    ))
+    .await;
+    for (path, model) in [(CHAT, "gpt"), (MESSAGES, "claude")] {
+        let r = gw.send(post(path, body(path, model, false))).await;
+        assert_error(path, &r, 502);
+        assert!(
+            String::from_utf8_lossy(&r.body).contains("1xx"),
+            "{path}: {:?}",
+            r.body
+        );
+    }
+    gw.wait_logs("both 502s", 2, |l| l["status"] == 502).await;
+    let logged = gw.access_log();
+    assert!(logged.iter().all(|l| l["status"] != 101), "{logged:?}");
+    gw.wait_metric(&upstream_errors("gpt", "protocol"), 1.0)
+        .await;
+    gw.wait_metric(&upstream_errors("claude", "protocol"), 1.0)
+        .await;
+}
