@@ -71,7 +71,7 @@ async fn upstream(
     match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await {
         Ok(Ok(resp)) => {
             c.upstream_ttfb = Some(start.elapsed());
-            respond(c, Dialect::Messages, resp, t).await
+            respond(c, Dialect::Messages, resp, t, false).await
         }
         Ok(Err(_)) => fail(
             c,

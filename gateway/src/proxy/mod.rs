@@ -7,6 +7,7 @@ pub(crate) mod request;
 mod stream;
 mod translated;
 mod upstream_stream;
+mod usage_chunk;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -168,6 +169,13 @@ pub(crate) async fn handle(
     forward(c, dialect, &parts.headers, extra, &body, &head, plan).await
 }
 
+/// Whether the gateway asks a passthrough stream for the usage its client did not: a chat
+/// stream reports usage only when asked (the OpenAI SDK's default is not to), and without
+/// it the limiter, the metrics and the log would see no tokens at all.
+fn asks_usage(dialect: Dialect, head: &request::RequestHead<'_>) -> bool {
+    dialect == Dialect::Chat && head.stream && !head.include_usage
+}
+
 /// What `forward` sends to each target.
 struct Plan<'a> {
     targets: &'a [Target],
@@ -191,8 +199,13 @@ impl Plan<'_> {
         head: &request::RequestHead<'_>,
     ) -> Result<translate::Encoded, TranslateError> {
         if !target.translates(dialect) {
+            let body = if asks_usage(dialect, head) {
+                head.rewrite_asking_usage(body, &target.model_json)
+            } else {
+                head.rewrite_model(body, &target.model_json)
+            };
             return Ok(translate::Encoded {
-                body: head.rewrite_model(body, &target.model_json),
+                body,
                 dropped: Vec::new(),
             });
         }
@@ -321,7 +334,8 @@ async fn forward(
             c.dropped.extend(encoded.dropped);
             return respond_translated(c, dialect, resp, target, hub).await;
         }
-        return respond(c, dialect, resp, target).await;
+        let strip_usage = asks_usage(dialect, head);
+        return respond(c, dialect, resp, target, strip_usage).await;
     }
     if let (0, Some(e)) = (tried, untranslatable) {
         return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string());
@@ -370,12 +384,14 @@ fn upstream_request(
 }
 
 /// Passes the upstream response back: status, the headers clients rely on, and the body
-/// (streamed through as it arrives, or buffered when it is a plain JSON body).
+/// (streamed through as it arrives, or buffered when it is a plain JSON body). With
+/// `strip_usage`, a stream loses the usage-only chunk the gateway asked for.
 async fn respond(
     mut c: Settlement,
     dialect: Dialect,
     resp: Response<Incoming>,
     target: &Target,
+    strip_usage: bool,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
     let (parts, upstream_body) = resp.into_parts();
@@ -398,6 +414,7 @@ async fn respond(
             c,
             gw.timeouts.idle,
             gzip,
+            strip_usage,
         ));
         return out;
     }

@@ -1,8 +1,9 @@
 //! Reading the few fields the gateway needs from a client body, and rewriting the model.
 //!
 //! The body is parsed once, borrowed: `model` as raw JSON (so its byte span is known and
-//! can be replaced in place) and `stream`; every other field is skipped, not built into a
-//! tree, and forwarded byte for byte.
+//! can be replaced in place), `stream` and chat's `stream_options` (so a stream that does
+//! not ask for usage can be made to); every other field is skipped, not built into a tree,
+//! and forwarded byte for byte.
 
 use std::borrow::Cow;
 
@@ -15,6 +16,13 @@ struct Head<'a> {
     #[serde(borrow)]
     model: Option<&'a RawValue>,
     stream: Option<bool>,
+    #[serde(borrow)]
+    stream_options: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    include_usage: Option<bool>,
 }
 
 /// What the gateway needs to know about a request body.
@@ -22,8 +30,12 @@ struct Head<'a> {
 pub(crate) struct RequestHead<'a> {
     pub(crate) model: Cow<'a, str>,
     pub(crate) stream: bool,
+    /// Chat's `stream_options.include_usage`: whether the client asked for the usage chunk.
+    pub(crate) include_usage: bool,
     /// Byte range of the `model` value (quotes included) in the body.
     model_span: std::ops::Range<usize>,
+    /// Byte range of the `stream_options` value, when there is one.
+    stream_options_span: Option<std::ops::Range<usize>>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -50,16 +62,31 @@ pub(crate) fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
         .map_err(|e| HeadError::Json(format!("body is not UTF-8 ({e})")))?;
     let head: Head<'_> = serde_json::from_str(text).map_err(|e| HeadError::Json(e.to_string()))?;
     let raw = head.model.ok_or(HeadError::MissingModel)?;
-    let text = raw.get();
-    let model: Cow<'_, str> = serde_json::from_str(text).map_err(|_| HeadError::ModelNotString)?;
-    // `RawValue` borrows from `body`, so its offset is a pointer difference.
-    let start = text.as_ptr() as usize - body.as_ptr() as usize;
+    let model: Cow<'_, str> =
+        serde_json::from_str(raw.get()).map_err(|_| HeadError::ModelNotString)?;
+    let include_usage = head
+        .stream_options
+        .and_then(|o| serde_json::from_str::<StreamOptions>(o.get()).ok())
+        .and_then(|o| o.include_usage)
+        == Some(true);
     Ok(RequestHead {
         model,
         stream: head.stream.unwrap_or(false),
-        model_span: start..start + text.len(),
+        include_usage,
+        model_span: span(body, raw),
+        stream_options_span: head.stream_options.map(|o| span(body, o)),
     })
 }
+
+/// Where `raw` lies in `body`: `RawValue` borrows from it, so the offset is a pointer
+/// difference.
+fn span(body: &[u8], raw: &RawValue) -> std::ops::Range<usize> {
+    let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
+    start..start + raw.get().len()
+}
+
+/// What a chat stream's `stream_options` becomes when the gateway asks for usage.
+const WITH_USAGE: &[u8] = br#"{"include_usage":true}"#;
 
 impl RequestHead<'_> {
     /// The body with the model value replaced by `model_json` (an already-encoded JSON
@@ -73,6 +100,46 @@ impl RequestHead<'_> {
         out.put_slice(&body[..self.model_span.start]);
         out.put_slice(model_json);
         out.put_slice(&body[self.model_span.end..]);
+        out.freeze()
+    }
+
+    /// As [`Self::rewrite_model`], and the stream asks for usage although the client did
+    /// not: `stream_options` is added (right after the opening brace) or, when the client
+    /// sent one without `include_usage: true`, replaced with one that has it (its other
+    /// members kept).
+    pub(crate) fn rewrite_asking_usage(&self, body: &Bytes, model_json: &[u8]) -> Bytes {
+        let (at, replacement): (std::ops::Range<usize>, Cow<'_, [u8]>) =
+            match &self.stream_options_span {
+                Some(span) => {
+                    let mut o: serde_json::Map<String, serde_json::Value> =
+                        serde_json::from_slice(&body[span.clone()]).unwrap_or_default();
+                    o.insert("include_usage".into(), true.into());
+                    let v = serde_json::to_vec(&o).expect("a JSON map serializes");
+                    (span.clone(), Cow::Owned(v))
+                }
+                None => {
+                    // The body is an object with a `model` member, so it has a first brace and
+                    // something after it: the added member is followed by a comma.
+                    let brace = body.iter().position(|&b| b == b'{').expect("an object");
+                    let mut v = br#""stream_options":"#.to_vec();
+                    v.extend_from_slice(WITH_USAGE);
+                    v.push(b',');
+                    (brace + 1..brace + 1, Cow::Owned(v))
+                }
+            };
+        let mut edits = [
+            (self.model_span.clone(), model_json),
+            (at, replacement.as_ref()),
+        ];
+        edits.sort_by_key(|(r, _)| r.start);
+        let mut out = BytesMut::with_capacity(body.len() + model_json.len() + replacement.len());
+        let mut pos = 0;
+        for (r, bytes) in edits {
+            out.put_slice(&body[pos..r.start]);
+            out.put_slice(bytes);
+            pos = r.end;
+        }
+        out.put_slice(&body[pos..]);
         out.freeze()
     }
 }
@@ -100,6 +167,33 @@ mod tests {
             &out[..],
             br#"{ "model" : "gpt-4o-2024",  "messages":[{"content":"\"model\": \"gpt\""}], "x": 1.50 }"#
         );
+    }
+
+    #[test]
+    fn asking_usage_adds_or_completes_stream_options() {
+        let b = Bytes::from_static(br#" {"model":"gpt","stream":true,"messages":[]}"#);
+        let h = parse_head(&b).unwrap();
+        assert!(!h.include_usage);
+        let out = h.rewrite_asking_usage(&b, br#""up""#);
+        assert_eq!(
+            &out[..],
+            br#" {"stream_options":{"include_usage":true},"model":"up","stream":true,"messages":[]}"#
+        );
+        assert!(parse_head(&out).unwrap().include_usage);
+        // Other members of the client's stream_options stay; the model comes after it.
+        let b = Bytes::from_static(
+            br#"{"stream_options":{"include_usage":false,"x":1},"model":"gpt","stream":true}"#,
+        );
+        let h = parse_head(&b).unwrap();
+        assert!(!h.include_usage);
+        let out = h.rewrite_asking_usage(&b, br#""up""#);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"stream_options": {"include_usage": true, "x": 1}, "model": "up", "stream": true})
+        );
+        let asked = br#"{"model":"gpt","stream":true,"stream_options":{"include_usage":true}}"#;
+        assert!(parse_head(asked).unwrap().include_usage);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The streaming response body: upstream SSE bytes pass through frame by frame, untouched,
-//! while the SSE parser reads usage on the side. Dropping it (the client went away) drops
+//! while the SSE parser reads usage on the side. The one exception: a chat stream whose
+//! usage the gateway asked for loses that usage-only chunk again (`usage_chunk.rs`). Dropping it (the client went away) drops
 //! the upstream body, which closes that upstream connection: the upstream request is
 //! cancelled rather than read to the end.
 //!
@@ -25,6 +26,7 @@ use crate::usage::StreamUsage;
 
 use super::encoding::GzSide;
 use super::upstream_stream::IdleTimeout;
+use super::usage_chunk::UsageChunkFilter;
 
 pub(crate) struct AccountedStream {
     upstream: Incoming,
@@ -32,6 +34,8 @@ pub(crate) struct AccountedStream {
     usage: StreamUsage,
     /// Set when the upstream gzips its stream: usage is read from a decoded copy.
     gzip: Option<Box<GzSide>>,
+    /// Set when the gateway asked the stream for usage the client did not want.
+    strip_usage: Option<Box<UsageChunkFilter>>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
@@ -48,6 +52,7 @@ impl AccountedStream {
         mut settlement: Settlement,
         idle_timeout: Duration,
         gzip: bool,
+        strip_usage: bool,
     ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
         settlement.error = Some("client_disconnected");
@@ -56,6 +61,9 @@ impl AccountedStream {
             parser: SseParser::new(),
             usage: StreamUsage::default(),
             gzip: gzip.then(Box::default),
+            // Not on a gzipped stream (the upstream ignored the gateway's accept-encoding):
+            // events cannot be cut out of compressed bytes, so the client gets the chunk.
+            strip_usage: (strip_usage && !gzip).then(|| Box::new(UsageChunkFilter::new())),
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
             settlement: Some(settlement),
@@ -99,51 +107,67 @@ impl Body for AccountedStream {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = &mut *self;
-        match Pin::new(&mut this.upstream).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    let usage = &mut this.usage;
-                    let parser = &mut this.parser;
-                    match &mut this.gzip {
-                        None => parser.feed(data, |event| usage.observe(&event)),
-                        Some(gz) => gz.feed(data, |plain| {
-                            parser.feed(plain, |event| usage.observe(&event))
-                        }),
+        loop {
+            return match Pin::new(&mut this.upstream).poll_frame(cx) {
+                Poll::Ready(Some(Ok(mut frame))) => {
+                    if let Some(data) = frame.data_ref() {
+                        let usage = &mut this.usage;
+                        let parser = &mut this.parser;
+                        match &mut this.gzip {
+                            None => parser.feed(data, |event| usage.observe(&event)),
+                            Some(gz) => gz.feed(data, |plain| {
+                                parser.feed(plain, |event| usage.observe(&event))
+                            }),
+                        }
+                    }
+                    let end = this.upstream.is_end_stream();
+                    if end {
+                        // A length-delimited body can end with its last data frame: hyper will not
+                        // poll again, so this is the end of the stream.
+                        this.end(None, None);
+                    } else {
+                        let deadline = Instant::now() + this.idle_timeout;
+                        this.idle.as_mut().reset(deadline);
+                    }
+                    if let (Some(f), Some(data)) = (&mut this.strip_usage, frame.data_ref()) {
+                        let mut kept = f.feed(data);
+                        if end {
+                            kept = [kept, f.finish()].concat().into();
+                        }
+                        if kept.is_empty() && !end {
+                            continue;
+                        }
+                        frame = Frame::data(kept);
+                    }
+                    Poll::Ready(Some(Ok(frame)))
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.upstream_broke();
+                    Poll::Ready(Some(Err(e.into())))
+                }
+                Poll::Ready(None) => {
+                    if this.gzip.is_none() && this.parser.is_mid_event() {
+                        // A close-delimited body whose upstream died: the end of the
+                        // connection looks clean, the half event says otherwise.
+                        this.upstream_broke();
+                        return Poll::Ready(Some(Err(Box::new(Truncated))));
+                    }
+                    this.end(None, None);
+                    match this.strip_usage.as_mut().map(|f| f.finish()) {
+                        Some(tail) if !tail.is_empty() => Poll::Ready(Some(Ok(Frame::data(tail)))),
+                        _ => Poll::Ready(None),
                     }
                 }
-                if this.upstream.is_end_stream() {
-                    // A length-delimited body can end with its last data frame: hyper will not
-                    // poll again, so this is the end of the stream.
-                    this.end(None, None);
-                } else {
-                    let deadline = Instant::now() + this.idle_timeout;
-                    this.idle.as_mut().reset(deadline);
+                Poll::Pending => {
+                    if this.idle.as_mut().poll(cx).is_ready() {
+                        // The status line is long gone; 504 in metrics and the log says why the
+                        // client saw a cut stream.
+                        this.end(Some("upstream_idle_timeout"), Some(504));
+                        return Poll::Ready(Some(Err(Box::new(IdleTimeout(this.idle_timeout)))));
+                    }
+                    Poll::Pending
                 }
-                Poll::Ready(Some(Ok(frame)))
-            }
-            Poll::Ready(Some(Err(e))) => {
-                this.upstream_broke();
-                Poll::Ready(Some(Err(e.into())))
-            }
-            Poll::Ready(None) => {
-                if this.gzip.is_none() && this.parser.is_mid_event() {
-                    // A close-delimited body whose upstream died: the end of the
-                    // connection looks clean, the half event says otherwise.
-                    this.upstream_broke();
-                    return Poll::Ready(Some(Err(Box::new(Truncated))));
-                }
-                this.end(None, None);
-                Poll::Ready(None)
-            }
-            Poll::Pending => {
-                if this.idle.as_mut().poll(cx).is_ready() {
-                    // The status line is long gone; 504 in metrics and the log says why the
-                    // client saw a cut stream.
-                    this.end(Some("upstream_idle_timeout"), Some(504));
-                    return Poll::Ready(Some(Err(Box::new(IdleTimeout(this.idle_timeout)))));
-                }
-                Poll::Pending
-            }
+            };
         }
     }
 

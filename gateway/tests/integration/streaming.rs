@@ -172,21 +172,38 @@ async fn concurrent_streams_are_all_intact() {
     gw.wait_metric("gateway_in_flight_requests", 0.0).await;
 }
 
+// Issue 21, item 1: a chat stream that does not ask for usage (the OpenAI SDK's default)
+// is asked for it by the gateway, so its tokens are counted, limited and logged; the
+// client gets exactly the stream it asked for, without the usage chunk or `"usage":null`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chat_stream_without_usage_passes_through_uncounted() {
-    let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
+async fn chat_stream_without_usage_is_counted_and_looks_as_asked() {
+    let cfg = MockConfig::default();
+    let (input, output) = expected_usage(&cfg);
+    let mock = MockUpstream::start(cfg).await.unwrap();
     let gw = TestGateway::start(&two_models(&mock.base_url())).await;
-    let b = r#"{"model":"gpt","messages":[{"role":"user","content":"hi"}],"stream":true}"#;
-    let r = gw.send(post(CHAT, b)).await;
+    let plain = |model: &str| {
+        format!(
+            r#"{{"model":"{model}","messages":[{{"role":"user","content":"hi"}}],"stream":true}}"#
+        )
+    };
+    let r = gw.send(post(CHAT, plain("gpt"))).await;
     assert_eq!(r.status, StatusCode::OK);
-    let data = sse_data(&r.body);
-    assert_eq!(data.last().unwrap(), "[DONE]");
-    assert!(!r.text().contains("\"usage\""));
+    let as_asked = direct(&mock, CHAT, &plain("up-gpt")).await;
+    assert!(!as_asked.text().contains("\"usage\""), "{}", as_asked.text());
+    assert_eq!(r.text(), as_asked.text());
+    assert_eq!(sse_data(&r.body).last().unwrap(), "[DONE]");
     let line = gw.wait_log("for the stream", |l| l["route"] == CHAT).await;
     assert!(line["error"].is_null(), "{line}");
-    assert!(line["output_tokens"].is_null(), "{line}");
-    let text = gw.metrics().await;
-    assert_eq!(metric(&text, &tokens_series("gpt", "output")), Some(0.0));
+    assert_eq!(line["input_tokens"], input, "{line}");
+    assert_eq!(line["output_tokens"], output, "{line}");
+    gw.wait_metric(&tokens_series("gpt", "output"), output as f64)
+        .await;
+    // The client's own stream_options members reach the upstream with include_usage set.
+    let mixed = r#"{"model":"gpt","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":false}}"#;
+    let r = gw.send(post(CHAT, mixed)).await;
+    assert_eq!(r.text(), as_asked.text());
+    gw.wait_metric(&tokens_series("gpt", "output"), (2 * output) as f64)
+        .await;
 }
 
 /// An upstream that sends an SSE stream with a content-length instead of chunked encoding.
