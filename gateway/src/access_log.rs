@@ -33,6 +33,10 @@ pub(crate) struct AccessRecord {
     pub(crate) upstream_ms: Option<f64>,
     pub(crate) input_tokens: Option<u64>,
     pub(crate) output_tokens: Option<u64>,
+    /// The token figures are (partly) the gateway's estimate, not the upstream's report;
+    /// absent when they are the upstream's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) tokens_estimated: bool,
     /// Set when the request ended abnormally (client gone, upstream timeout, ...).
     pub(crate) error: Option<&'static str>,
     /// `client->upstream` dialects when the request was translated (`messages->chat`);

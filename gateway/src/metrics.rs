@@ -119,6 +119,9 @@ pub(crate) struct ModelSlot {
     pub(crate) upstream_ttfb: Histogram,
     pub(crate) input_tokens: AtomicU64,
     pub(crate) output_tokens: AtomicU64,
+    /// The part of the two above that was estimated (`settle.rs`).
+    pub(crate) estimated_input_tokens: AtomicU64,
+    pub(crate) estimated_output_tokens: AtomicU64,
     pub(crate) rate_limited_key: AtomicU64,
     pub(crate) rate_limited_model: AtomicU64,
     pub(crate) failovers: AtomicU64,
@@ -279,7 +282,7 @@ impl Metrics {
             }
         }
         type Counter = fn(&ModelSlot) -> &AtomicU64;
-        let counters: [(&str, &str, &str, Counter); 11] = [
+        let counters: [(&str, &str, &str, Counter); 13] = [
             (
                 "gateway_tokens_total",
                 "Tokens reported by upstreams.",
@@ -289,6 +292,18 @@ impl Metrics {
             ("gateway_tokens_total", "", "direction=\"output\"", |m| {
                 &m.output_tokens
             }),
+            (
+                "gateway_estimated_tokens_total",
+                "The part of gateway_tokens_total the gateway estimated: streams that ended or were cut before the upstream reported usage.",
+                "direction=\"input\"",
+                |m| &m.estimated_input_tokens,
+            ),
+            (
+                "gateway_estimated_tokens_total",
+                "",
+                "direction=\"output\"",
+                |m| &m.estimated_output_tokens,
+            ),
             (
                 "gateway_rate_limited_total",
                 "Requests rejected by a rate limit, by the limit's scope.",

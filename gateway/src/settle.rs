@@ -23,6 +23,11 @@ pub(crate) struct Settlement {
     pub(crate) stream: bool,
     pub(crate) status: u16,
     pub(crate) usage: Usage,
+    /// The prompt's estimated tokens (`usage::estimate_prompt`), for a stream whose usage
+    /// never comes.
+    pub(crate) prompt_estimate: u64,
+    /// Set by a successful stream's body when it ends or is dropped: the events it carried.
+    pub(crate) streamed_events: Option<u64>,
     pub(crate) upstream_start: Option<Instant>,
     pub(crate) upstream_ttfb: Option<Duration>,
     pub(crate) error: Option<&'static str>,
@@ -51,6 +56,8 @@ impl Settlement {
             stream: false,
             status: 0,
             usage: Usage::default(),
+            prompt_estimate: 0,
+            streamed_events: None,
             upstream_start: None,
             upstream_ttfb: None,
             error: None,
@@ -67,6 +74,31 @@ impl Settlement {
     /// The model's metrics slot, once the model is known.
     pub(crate) fn model_slot(&self) -> Option<&ModelSlot> {
         self.model.map(|mi| self.gw.metrics.model(mi))
+    }
+
+    /// A stream that ended, or was cut (the client left, the upstream broke), before the
+    /// upstream reported its usage still cost tokens: whatever is missing is estimated, the
+    /// prompt at 4 bytes a token and the output at one token per streamed event, and
+    /// charged, counted and logged like reported tokens but marked as estimated. A cut
+    /// stream's output is estimated too when the report so far says less (Anthropic's
+    /// `message_start` says 1). Returns which of input and output were estimated.
+    fn estimate_missing_usage(&mut self) -> (bool, bool) {
+        let Some(events) = self.streamed_events else {
+            return (false, false);
+        };
+        let input = self.usage.input.is_none();
+        if input {
+            self.usage.input = Some(self.prompt_estimate);
+        }
+        let cut = self.error.is_some();
+        let output = match self.usage.output {
+            None => true,
+            Some(n) => cut && events > n,
+        };
+        if output {
+            self.usage.output = Some(events);
+        }
+        (input, output)
     }
 
     /// A request that ended because its connection went away: say why it went.
@@ -93,6 +125,7 @@ impl Drop for Settlement {
             self.error.get_or_insert("client_disconnected");
         }
         self.relabel_disconnect();
+        let (input_estimated, output_estimated) = self.estimate_missing_usage();
         let gw = &*self.gw;
         let m = &gw.metrics;
         m.in_flight.fetch_sub(1, Relaxed);
@@ -113,6 +146,12 @@ impl Drop for Settlement {
             }
             if let Some(n) = self.usage.output {
                 ModelSlot::add_tokens(&slot.output_tokens, n);
+            }
+            if let (true, Some(n)) = (input_estimated, self.usage.input) {
+                ModelSlot::add_tokens(&slot.estimated_input_tokens, n);
+            }
+            if let (true, Some(n)) = (output_estimated, self.usage.output) {
+                ModelSlot::add_tokens(&slot.estimated_output_tokens, n);
             }
             let total = self.usage.total();
             if total > 0 {
@@ -141,6 +180,7 @@ impl Drop for Settlement {
                 upstream_ms: upstream.map(ms),
                 input_tokens: self.usage.input,
                 output_tokens: self.usage.output,
+                tokens_estimated: input_estimated || output_estimated,
                 error: self.error,
                 translated: self.translated,
                 dropped: std::mem::take(&mut self.dropped),

@@ -85,14 +85,26 @@ pub(crate) fn from_body(body: &[u8]) -> Option<Usage> {
     parsed.usage.map(Usage::from)
 }
 
+/// Bytes of request JSON per token in estimates: English prose and code run at about four
+/// characters per token in every current tokenizer, JSON punctuation included.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// The estimated prompt tokens of a request body of `len` bytes.
+pub(crate) fn estimate_prompt(len: usize) -> u64 {
+    len.div_ceil(BYTES_PER_TOKEN) as u64
+}
+
 /// Accumulates usage over the events of one stream.
 #[derive(Debug, Default)]
 pub(crate) struct StreamUsage {
     usage: Usage,
+    /// Events seen: the estimate of the output (one token each) when no usage comes.
+    events: u64,
 }
 
 impl StreamUsage {
     pub(crate) fn observe(&mut self, event: &SseEvent<'_>) {
+        self.events += 1;
         // Most events are text deltas: skip them without parsing.
         if !contains_usage(event.data) {
             return;
@@ -114,6 +126,10 @@ impl StreamUsage {
 
     pub(crate) fn usage(&self) -> Usage {
         self.usage
+    }
+
+    pub(crate) fn events(&self) -> u64 {
+        self.events
     }
 }
 

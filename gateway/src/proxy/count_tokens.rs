@@ -18,10 +18,6 @@ use crate::state::Target;
 /// On an estimated count: how it was estimated.
 const X_GATEWAY_ESTIMATE: HeaderName = HeaderName::from_static("x-gateway-token-estimate");
 
-/// Bytes of request JSON per token in the estimate: English prose and code run at about
-/// four characters per token in every current tokenizer, JSON punctuation included.
-const BYTES_PER_TOKEN: usize = 4;
-
 pub(super) async fn answer(
     c: Settlement,
     targets: &[Target],
@@ -89,7 +85,7 @@ async fn upstream(
 }
 
 fn estimate(mut c: Settlement, body: &Bytes) -> Response<GatewayBody> {
-    let tokens = body.len().div_ceil(BYTES_PER_TOKEN);
+    let tokens = crate::usage::estimate_prompt(body.len());
     let json = format!("{{\"input_tokens\":{tokens}}}");
     c.status = StatusCode::OK.as_u16();
     let mut r = Response::new(full(Bytes::from(json)));

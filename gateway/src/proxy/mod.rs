@@ -101,6 +101,7 @@ pub(crate) async fn handle(
         Err(e) => return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string()),
     };
     c.stream = head.stream;
+    c.prompt_estimate = crate::usage::estimate_prompt(body.len());
     let Some(&mi) = gw.model_index.get(&*head.model) else {
         let msg = format!("model {:?} does not exist", head.model);
         return fail(c, dialect, ErrorKind::ModelNotFound, msg);

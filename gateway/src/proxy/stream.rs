@@ -56,6 +56,10 @@ impl AccountedStream {
     ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
         settlement.error = Some("client_disconnected");
+        if (200..300).contains(&settlement.status) {
+            // An answer is being generated: its tokens count even if its usage never comes.
+            settlement.streamed_events = Some(0);
+        }
         AccountedStream {
             upstream,
             parser: SseParser::new(),
@@ -81,7 +85,7 @@ impl AccountedStream {
 
     fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
         if let Some(mut c) = self.settlement.take() {
-            c.usage = self.usage.usage();
+            record(&mut c, &self.usage);
             c.error = error;
             if let Some(s) = status {
                 c.status = s;
@@ -93,8 +97,16 @@ impl AccountedStream {
 impl Drop for AccountedStream {
     fn drop(&mut self) {
         if let Some(c) = &mut self.settlement {
-            c.usage = self.usage.usage();
+            record(c, &self.usage);
         }
+    }
+}
+
+/// What the stream read goes to the settlement: the usage, and the events for an estimate.
+fn record(c: &mut Settlement, usage: &StreamUsage) {
+    c.usage = usage.usage();
+    if let Some(n) = &mut c.streamed_events {
+        *n = usage.events();
     }
 }
 

@@ -41,12 +41,14 @@ impl TranslatedStream {
     }
 }
 
-/// The usage the translator has read, in the gateway's accounting.
-fn usage(translator: &Translator) -> Usage {
-    translator
+/// The usage the translator has read, in the gateway's accounting, and the upstream events
+/// it saw (the estimate when no usage came).
+fn usage(translator: &Translator) -> (Usage, u64) {
+    let usage = translator
         .usage()
         .map(|u| u.accounting())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    (usage, translator.events())
 }
 
 impl Drop for TranslatedStream {

@@ -46,6 +46,8 @@ impl UpstreamStream {
     ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
         settlement.error = Some("client_disconnected");
+        // An answer is being generated: its tokens count even if its usage never comes.
+        settlement.streamed_events = Some(0);
         UpstreamStream {
             body,
             gzip: gzip.then(Box::default),
@@ -85,7 +87,7 @@ impl UpstreamStream {
     pub(super) fn poll_idle(
         &mut self,
         cx: &mut Context<'_>,
-        usage: impl FnOnce() -> Usage,
+        usage: impl FnOnce() -> (Usage, u64),
     ) -> Option<BodyError> {
         if self.idle.as_mut().poll(cx).is_pending() {
             return None;
@@ -96,7 +98,7 @@ impl UpstreamStream {
 
     /// The upstream broke mid-stream: a 502 in metrics and the log (the client already has
     /// a 200 head and sees a cut stream), counted as an upstream read error.
-    pub(super) fn broke(&mut self, usage: impl FnOnce() -> Usage) {
+    pub(super) fn broke(&mut self, usage: impl FnOnce() -> (Usage, u64)) {
         if let Some(slot) = self.settlement.as_ref().and_then(|c| c.model_slot()) {
             slot.upstream_error(UpstreamErrorKind::Read);
         }
@@ -107,12 +109,12 @@ impl UpstreamStream {
     #[inline]
     pub(super) fn end(
         &mut self,
-        usage: impl FnOnce() -> Usage,
+        usage: impl FnOnce() -> (Usage, u64),
         error: Option<&'static str>,
         status: Option<u16>,
     ) {
         if let Some(mut c) = self.settlement.take() {
-            c.usage = usage();
+            record(&mut c, usage());
             c.error = error;
             if let Some(s) = status {
                 c.status = s;
@@ -122,9 +124,17 @@ impl UpstreamStream {
 
     /// The body is being dropped before its end (the client left): the settlement, recorded
     /// when it drops, carries the usage read so far.
-    pub(super) fn dropped(&mut self, usage: impl FnOnce() -> Usage) {
+    pub(super) fn dropped(&mut self, usage: impl FnOnce() -> (Usage, u64)) {
         if let Some(c) = &mut self.settlement {
-            c.usage = usage();
+            record(c, usage());
         }
+    }
+}
+
+/// The usage read and the upstream events seen (for an estimate) go to the settlement.
+fn record(c: &mut Settlement, (usage, events): (Usage, u64)) {
+    c.usage = usage;
+    if let Some(n) = &mut c.streamed_events {
+        *n = events;
     }
 }

@@ -144,7 +144,8 @@ mod tests {
     const USAGE: &str = "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}\n\n";
     const DELTA: &str = "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n";
     /// `DELTA` as a stream that did not ask for usage has it.
-    const PLAIN: &str = "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n";
+    const PLAIN: &str =
+        "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n";
     const DONE: &str = "data: [DONE]\n\n";
 
     /// `stream` fed in pieces of `n` bytes, and what came out.

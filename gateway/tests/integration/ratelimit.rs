@@ -274,3 +274,65 @@ key = "gw-other"
         Some(1.0)
     );
 }
+
+// Issue 21, item 2: a client that leaves before the usage event is still charged: the
+// prompt at 4 bytes a token and one token per event it was streamed, marked as estimated
+// in the log and the metrics. Before, each such client was charged 0 and all were admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_leaving_before_the_usage_are_charged_an_estimate() {
+    let mock = MockUpstream::start(MockConfig {
+        chunks: 1200,
+        chunk_delay: Duration::from_millis(25),
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let config = model_with(
+        "gpt",
+        "rate_limit = { tokens_per_minute = 600 }",
+        &[("openai", &mock.base_url())],
+    );
+    let gw = TestGateway::start(&config).await;
+    // A prompt of about 1,000 tokens by the estimate: one early leaver overdraws the bucket.
+    let prompt = "lorem ipsum ".repeat(330);
+    let b = format!(
+        r#"{{"model":"gpt","messages":[{{"role":"user","content":"{prompt}"}}],"stream":true,"stream_options":{{"include_usage":true}}}}"#
+    );
+    let estimate = b.len().div_ceil(4) as u64;
+    let mut s = raw_request(gw.addr, CHAT, &b).await;
+    let head = read_until(&mut s, b"\n\n").await;
+    assert!(head.starts_with(b"HTTP/1.1 200"), "{head:?}");
+    drop(s);
+    let line = gw
+        .wait_log("the leaver", |l| l["error"] == "client_disconnected")
+        .await;
+    assert_eq!(line["tokens_estimated"], true, "{line}");
+    assert_eq!(line["input_tokens"], estimate, "{line}");
+    let output = line["output_tokens"].as_u64().expect("an output estimate");
+    assert!((1..1200).contains(&output), "{line}");
+    gw.wait_metric(
+        "gateway_estimated_tokens_total{model=\"gpt\",direction=\"input\"}",
+        estimate as f64,
+    )
+    .await;
+    let text = gw.metrics().await;
+    assert_eq!(
+        metric(&text, &tokens_series("gpt", "input")),
+        Some(estimate as f64)
+    );
+    // The limiter agrees with the log and the metrics: the next request is refused.
+    let r = gw.send(post(CHAT, b.clone())).await;
+    assert_openai_error(&r, 429);
+    // A stream read to its end is charged what its upstream reported, unmarked.
+    let short = MockUpstream::start(MockConfig::default()).await.unwrap();
+    let gw = TestGateway::start(&model("gpt", &[("openai", &short.base_url())])).await;
+    let r = gw.send(post(CHAT, body(CHAT, "gpt", true))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let line = gw.wait_log("the full stream", |l| l["route"] == CHAT).await;
+    assert!(line.get("tokens_estimated").is_none(), "{line}");
+    assert_eq!(
+        line["output_tokens"],
+        expected_usage(&MockConfig::default()).1,
+        "{line}"
+    );
+}

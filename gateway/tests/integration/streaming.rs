@@ -189,7 +189,11 @@ async fn chat_stream_without_usage_is_counted_and_looks_as_asked() {
     let r = gw.send(post(CHAT, plain("gpt"))).await;
     assert_eq!(r.status, StatusCode::OK);
     let as_asked = direct(&mock, CHAT, &plain("up-gpt")).await;
-    assert!(!as_asked.text().contains("\"usage\""), "{}", as_asked.text());
+    assert!(
+        !as_asked.text().contains("\"usage\""),
+        "{}",
+        as_asked.text()
+    );
     assert_eq!(r.text(), as_asked.text());
     assert_eq!(sse_data(&r.body).last().unwrap(), "[DONE]");
     let line = gw.wait_log("for the stream", |l| l["route"] == CHAT).await;

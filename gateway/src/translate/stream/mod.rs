@@ -45,6 +45,8 @@ pub(crate) struct Translator {
     encoder: Encoder,
     pending: Vec<Event>,
     usage: Option<Usage>,
+    /// Upstream events read.
+    events: u64,
     /// The answer ended (or failed): later upstream bytes are ignored.
     done: bool,
 }
@@ -68,6 +70,7 @@ impl Translator {
             },
             pending: Vec::new(),
             usage: None,
+            events: 0,
             done: false,
         }
     }
@@ -75,7 +78,11 @@ impl Translator {
     /// Feeds upstream bytes; appends the client bytes they complete to `out`.
     pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let (parser, decoder, pending) = (&mut self.parser, &mut self.decoder, &mut self.pending);
-        parser.feed(chunk, |ev| decoder.decode(&ev, pending));
+        let events = &mut self.events;
+        parser.feed(chunk, |ev| {
+            *events += 1;
+            decoder.decode(&ev, pending)
+        });
         self.flush(out);
     }
 
@@ -110,6 +117,11 @@ impl Translator {
     /// Whether the answer ended (normally or with an in-stream error).
     pub(crate) fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Upstream events read so far.
+    pub(crate) fn events(&self) -> u64 {
+        self.events
     }
 
     /// The usage reported so far, in hub terms.
