@@ -181,24 +181,6 @@ impl Body for BufferedBody {
     }
 }
 
-/// `body` with every occurrence of `secret` replaced: upstream error bodies sometimes
-/// quote the key they were sent, which is the operator's, not the client's.
-pub(crate) fn redact(body: Bytes, secret: &[u8]) -> Bytes {
-    const MASK: &[u8] = b"[redacted]";
-    if secret.is_empty() || !body.windows(secret.len()).any(|w| w == secret) {
-        return body;
-    }
-    let mut out = Vec::with_capacity(body.len());
-    let mut rest = &body[..];
-    while let Some(i) = rest.windows(secret.len()).position(|w| w == secret) {
-        out.extend_from_slice(&rest[..i]);
-        out.extend_from_slice(MASK);
-        rest = &rest[i + secret.len()..];
-    }
-    out.extend_from_slice(rest);
-    Bytes::from(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,13 +195,5 @@ mod tests {
         drop(r1);
         assert_eq!(b.used(), 0);
         assert!(b.reserve(100).is_some());
-    }
-
-    #[test]
-    fn redaction_replaces_every_copy() {
-        let b = Bytes::from_static(b"key sk-1 and sk-1!");
-        assert_eq!(&redact(b, b"sk-1")[..], b"key [redacted] and [redacted]!");
-        let b = Bytes::from_static(b"nothing here");
-        assert_eq!(&redact(b, b"sk-1")[..], b"nothing here");
     }
 }

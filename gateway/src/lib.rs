@@ -22,6 +22,7 @@ mod headers;
 mod metrics;
 mod proxy;
 mod ratelimit;
+mod redact;
 mod routes;
 mod server;
 mod settle;

@@ -1,6 +1,7 @@
 //! Upstreams that compress although asked for `identity`: the bytes pass through to the
 //! client unchanged (with their `content-encoding`), and a decoded copy is read on the side
-//! for usage. Only gzip is decoded; other encodings go uncounted.
+//! for usage. Only gzip is decoded; other encodings go uncounted. Decoding is bounded:
+//! whole bodies at a size, streams a slice at a time.
 
 use std::io::{Read, Write};
 
@@ -36,19 +37,30 @@ impl GzSide {
         }
     }
 
-    /// Feeds compressed bytes; calls `out` with what they decode to. After a decoding
-    /// error the rest of the stream is not decoded (and so not counted).
-    pub(crate) fn feed(&mut self, chunk: &[u8], out: impl FnOnce(&[u8])) {
+    /// Feeds compressed bytes; calls `out` with what they decode to, piece by piece: the
+    /// input goes in [`GZ_STEP`]-byte slices, so one call holds at most what a slice can
+    /// inflate to (deflate tops out near 1,032:1, about 1 MiB) rather than a whole gzip
+    /// bomb. After a decoding error the rest of the stream is not decoded (and so not
+    /// counted).
+    pub(crate) fn feed(&mut self, chunk: &[u8], mut out: impl FnMut(&[u8])) {
         let Some(d) = &mut self.decoder else { return };
-        if d.write_all(chunk).is_err() {
-            self.decoder = None;
-            return;
+        for step in chunk.chunks(GZ_STEP) {
+            // `flush`: the decoder otherwise keeps what it inflated until the next write.
+            if d.write_all(step).and_then(|()| d.flush()).is_err() {
+                self.decoder = None;
+                return;
+            }
+            let buf = d.get_mut();
+            if !buf.is_empty() {
+                out(buf);
+                buf.clear();
+            }
         }
-        let buf = d.get_mut();
-        out(buf);
-        buf.clear();
     }
 }
+
+/// Compressed bytes decoded at a time (see [`GzSide::feed`]).
+const GZ_STEP: usize = 1024;
 
 impl Default for GzSide {
     fn default() -> Self {

@@ -4,6 +4,7 @@
 mod count_tokens;
 mod encoding;
 pub(crate) mod request;
+mod rewrite;
 mod stream;
 mod translated;
 mod upstream_stream;
@@ -408,7 +409,8 @@ async fn respond(
     c.status = parts.status.as_u16();
     let gzip = encoding::is_gzip(&parts.headers);
 
-    if is_sse(&parts.headers) {
+    // An error is buffered whatever its type, so that it can be redacted whole.
+    if parts.status.is_success() && is_sse(&parts.headers) {
         c.stream = true;
         *out.body_mut() = http_body_util::BodyExt::boxed(AccountedStream::new(
             upstream_body,
@@ -416,6 +418,7 @@ async fn respond(
             gw.timeouts.idle,
             gzip,
             strip_usage,
+            target.secret.as_ref(),
         ));
         return out;
     }
@@ -439,7 +442,21 @@ async fn respond(
                 };
                 c.usage = usage.unwrap_or_default();
             } else if let Some(secret) = &target.secret {
-                bytes = buffer::redact(bytes, secret);
+                if gzip {
+                    // Compressed bytes cannot be searched: the error goes to the client
+                    // decoded (and its encoding header with it), redacted.
+                    let Some(plain) = encoding::gunzip(&bytes, gw.max_response_body_bytes) else {
+                        return fail(
+                            c,
+                            dialect,
+                            ErrorKind::BadGateway,
+                            "upstream error body could not be decoded",
+                        );
+                    };
+                    out.headers_mut().remove(header::CONTENT_ENCODING);
+                    bytes = Bytes::from(plain);
+                }
+                bytes = crate::redact::redact(bytes, secret);
             }
             *out.body_mut() = BufferedBody::new(bytes, reservation).boxed();
             out
@@ -540,7 +557,7 @@ async fn respond_translated(
         }
     } else {
         let plain = match &target.secret {
-            Some(secret) => buffer::redact(plain, secret),
+            Some(secret) => crate::redact::redact(plain, secret),
             None => plain,
         };
         translate::errors::translate(dialect, target.upstream, parts.status.as_u16(), &plain)

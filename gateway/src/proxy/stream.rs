@@ -1,6 +1,7 @@
 //! The streaming response body: upstream SSE bytes pass through frame by frame, untouched,
-//! while the SSE parser reads usage on the side. The one exception: a chat stream whose
-//! usage the gateway asked for loses that usage-only chunk again (`usage_chunk.rs`). Dropping it (the client went away) drops
+//! while the SSE parser reads usage on the side. The exceptions (`rewrite.rs`): a chat
+//! stream whose usage the gateway asked for loses that usage chunk again, and the upstream
+//! key never reaches the client. Dropping it (the client went away) drops
 //! the upstream body, which closes that upstream connection: the upstream request is
 //! cancelled rather than read to the end.
 //!
@@ -10,6 +11,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -25,8 +27,9 @@ use crate::sse::SseParser;
 use crate::usage::StreamUsage;
 
 use super::encoding::GzSide;
+use super::rewrite::Rewrites;
 use super::upstream_stream::IdleTimeout;
-use super::usage_chunk::UsageChunkFilter;
+use crate::redact::LeakCheck;
 
 pub(crate) struct AccountedStream {
     upstream: Incoming,
@@ -34,8 +37,11 @@ pub(crate) struct AccountedStream {
     usage: StreamUsage,
     /// Set when the upstream gzips its stream: usage is read from a decoded copy.
     gzip: Option<Box<GzSide>>,
-    /// Set when the gateway asked the stream for usage the client did not want.
-    strip_usage: Option<Box<UsageChunkFilter>>,
+    /// What changes in the bytes on their way (identity streams only).
+    rewrites: Option<Box<Rewrites>>,
+    /// A gzipped stream's upstream key, looked for in the decoded copy: compressed bytes
+    /// cannot be redacted, so a stream that carries the key is cut before that frame.
+    leak_check: Option<Box<LeakCheck>>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     /// Taken (and so recorded) when the stream ends; if still here on drop, the client left.
@@ -46,6 +52,10 @@ pub(crate) struct AccountedStream {
 #[error("upstream stream ended in the middle of an event")]
 struct Truncated;
 
+#[derive(Debug, thiserror::Error)]
+#[error("upstream stream carried the upstream key; cut before it")]
+struct KeyInStream;
+
 impl AccountedStream {
     pub(crate) fn new(
         upstream: Incoming,
@@ -53,6 +63,7 @@ impl AccountedStream {
         idle_timeout: Duration,
         gzip: bool,
         strip_usage: bool,
+        secret: Option<&Arc<[u8]>>,
     ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
         settlement.error = Some("client_disconnected");
@@ -67,7 +78,14 @@ impl AccountedStream {
             gzip: gzip.then(Box::default),
             // Not on a gzipped stream (the upstream ignored the gateway's accept-encoding):
             // events cannot be cut out of compressed bytes, so the client gets the chunk.
-            strip_usage: (strip_usage && !gzip).then(|| Box::new(UsageChunkFilter::new())),
+            rewrites: if gzip {
+                None
+            } else {
+                Rewrites::new(strip_usage, secret)
+            },
+            leak_check: secret
+                .filter(|_| gzip)
+                .map(|s| Box::new(LeakCheck::new(s.clone()))),
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
             settlement: Some(settlement),
@@ -127,9 +145,18 @@ impl Body for AccountedStream {
                         let parser = &mut this.parser;
                         match &mut this.gzip {
                             None => parser.feed(data, |event| usage.observe(&event)),
-                            Some(gz) => gz.feed(data, |plain| {
-                                parser.feed(plain, |event| usage.observe(&event))
-                            }),
+                            Some(gz) => {
+                                let mut leaked = false;
+                                let check = &mut this.leak_check;
+                                gz.feed(data, |plain| {
+                                    parser.feed(plain, |event| usage.observe(&event));
+                                    leaked |= check.as_mut().is_some_and(|c| c.seen(plain));
+                                });
+                                if leaked {
+                                    this.end(Some("upstream_key_in_stream"), Some(502));
+                                    return Poll::Ready(Some(Err(Box::new(KeyInStream))));
+                                }
+                            }
                         }
                     }
                     let end = this.upstream.is_end_stream();
@@ -141,10 +168,10 @@ impl Body for AccountedStream {
                         let deadline = Instant::now() + this.idle_timeout;
                         this.idle.as_mut().reset(deadline);
                     }
-                    if let (Some(f), Some(data)) = (&mut this.strip_usage, frame.data_ref()) {
-                        let mut kept = f.feed(data);
+                    if let (Some(r), Some(data)) = (&mut this.rewrites, frame.data_ref()) {
+                        let mut kept = r.feed(data);
                         if end {
-                            kept = [kept, f.finish()].concat().into();
+                            kept = [kept, r.finish()].concat().into();
                         }
                         if kept.is_empty() && !end {
                             continue;
@@ -165,7 +192,7 @@ impl Body for AccountedStream {
                         return Poll::Ready(Some(Err(Box::new(Truncated))));
                     }
                     this.end(None, None);
-                    match this.strip_usage.as_mut().map(|f| f.finish()) {
+                    match this.rewrites.as_mut().map(|r| r.finish()) {
                         Some(tail) if !tail.is_empty() => Poll::Ready(Some(Ok(Frame::data(tail)))),
                         _ => Poll::Ready(None),
                     }
