@@ -683,3 +683,38 @@ async fn gzip_bomb_in_a_stream_is_decoded_in_bounded_pieces() {
     let grew = peak_rss_kib(gw.pid()).saturating_sub(before);
     assert!(grew < 32 << 10, "peak RSS grew by {grew} KiB");
 }
+
+// Issue 21, item 6: one upstream chat chunk naming 160,000 tool calls (2.6 MB) is neither
+// quadratic nor copied out whole: a translated answer starts at most 1,024 calls, then
+// ends with an error event in the client's dialect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_of_160k_tool_calls_ends_the_translated_stream() {
+    let calls: Vec<String> = (0..160_000)
+        .map(|i| format!(r#"{{"index":{i}}}"#))
+        .collect();
+    let chunk = format!(
+        "data: {{\"id\":\"x\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{}]}}}}]}}\n\n",
+        calls.join(",")
+    );
+    assert!(chunk.len() > 2_000_000, "{}", chunk.len());
+    let up = chunked(
+        "200 OK",
+        "content-type: text/event-stream\r\n",
+        vec![chunk.into_bytes(), b"data: [DONE]\n\n".to_vec()],
+    )
+    .await;
+    let gw = TestGateway::start(&model("claude", &[("openai", &up.base_url())])).await;
+    let r = gw
+        .send(post(MESSAGES, body(MESSAGES, "claude", true)))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let text = r.text();
+    assert!(r.body.len() < 1 << 20, "{} bytes", r.body.len());
+    assert_eq!(
+        text.matches("\"type\":\"tool_use\"").count(),
+        1024,
+        "{text:.300}"
+    );
+    assert!(text.contains("event: error"), "{text:.300}");
+    assert!(text.contains("more than 1024 tool calls"), "{text:.300}");
+}

@@ -60,9 +60,15 @@ fn error_event(v: &Value) -> Event {
 pub(crate) struct ChatDecoder {
     started: bool,
     stopped: bool,
-    /// Chat `tool_calls[].index` values already started, in order.
-    tools: Vec<u64>,
+    /// Chat `tool_calls[].index` values already started: a set, as one upstream chunk can
+    /// name thousands (a list made that quadratic), and bounded by [`MAX_TOOL_CALLS`].
+    tools: std::collections::HashSet<u64>,
 }
+
+/// Tool calls one translated answer may start; past it the stream ends with an error. Real
+/// answers start a handful; the bound keeps a hostile upstream from making the gateway
+/// write megabytes of calls from one chunk.
+const MAX_TOOL_CALLS: usize = 1024;
 
 impl ChatDecoder {
     /// Chunks are read through typed, borrowed structs ([`wire::ChunkIn`]): a `Value` tree
@@ -108,7 +114,16 @@ impl ChatDecoder {
                         None => (None, None),
                     };
                     if !self.tools.contains(&index) {
-                        self.tools.push(index);
+                        if self.tools.len() == MAX_TOOL_CALLS {
+                            out.push(Event::Error {
+                                kind: "api_error".into(),
+                                message: format!(
+                                    "the upstream started more than {MAX_TOOL_CALLS} tool calls in one answer"
+                                ),
+                            });
+                            return;
+                        }
+                        self.tools.insert(index);
                         out.push(Event::ToolCallStart {
                             id: tc.id.map(Cow::into_owned).unwrap_or_default(),
                             name: name.map(Cow::into_owned).unwrap_or_default(),
