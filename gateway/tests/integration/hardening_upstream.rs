@@ -718,3 +718,49 @@ async fn a_chunk_of_160k_tool_calls_ends_the_translated_stream() {
     assert!(text.contains("event: error"), "{text:.300}");
     assert!(text.contains("more than 1024 tool calls"), "{text:.300}");
 }
+
+// Issue 21, item 5: a translated Responses stream keeps its answer for the final
+// `response.completed`, at most 8 MiB of it: an upstream streaming 24 MiB of text gets the
+// client an error event at the bound, and the gateway's memory stays bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn translated_responses_stream_keeps_a_bounded_answer() {
+    let text = "a".repeat(512 << 10);
+    let event = format!(
+        "data: {{\"id\":\"x\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+    );
+    let up = chunked(
+        "200 OK",
+        "content-type: text/event-stream\r\n",
+        vec![event.into_bytes(); 48],
+    )
+    .await;
+    // A chat server: Responses clients get translated.
+    let gw = TestGateway::start(&model("local", &[("openai-compatible", &up.base_url())])).await;
+    let before = peak_rss_kib(gw.pid());
+    let r = gw
+        .send(post(RESPONSES, body(RESPONSES, "local", true)))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let body = r.text();
+    let deltas = body.matches("event: response.output_text.delta").count();
+    // 16 deltas are 8 MiB: the 17th is past the bound.
+    assert_eq!(
+        deltas,
+        17,
+        "{deltas} deltas: {}",
+        &body[..body.len().min(600)]
+    );
+    assert!(
+        body.contains("event: error"),
+        "{}",
+        &body[body.len() - 300..]
+    );
+    assert!(
+        body.contains("8 MiB of output"),
+        "{}",
+        &body[body.len() - 300..]
+    );
+    assert!(!body.contains("response.completed"));
+    let grew = peak_rss_kib(gw.pid()).saturating_sub(before);
+    assert!(grew < 96 << 10, "peak RSS grew by {grew} KiB");
+}

@@ -34,6 +34,8 @@ pub(crate) struct ResponsesEncoder {
     created: u64,
     /// Finished output items, for the final response object.
     output: Vec<Value>,
+    /// Bytes of text and arguments kept for the final object (bounded: MAX_KEPT_BYTES).
+    kept: usize,
     open: Option<Open>,
     stop: Option<StopReason>,
     usage: Usage,
@@ -41,7 +43,16 @@ pub(crate) struct ResponsesEncoder {
     view: ClientView,
 }
 
+/// Output text and arguments a translated Responses stream keeps for its final
+/// `response.completed` object; past it the stream ends with an error event. The longest
+/// real answers are well under 1 MiB; unbounded, a hostile upstream held ~9.5x what it sent.
+pub(super) const MAX_KEPT_BYTES: usize = 8 << 20;
+
 impl ResponsesEncoder {
+    pub(super) fn over_limit(&self) -> bool {
+        self.kept > MAX_KEPT_BYTES
+    }
+
     pub(crate) fn new(view: ClientView) -> ResponsesEncoder {
         ResponsesEncoder {
             view,
@@ -174,6 +185,7 @@ impl ResponsesEncoder {
                     unreachable!("just opened")
                 };
                 text.push_str(t);
+                self.kept += t.len();
                 let data = json!({"item_id": item_id, "output_index": i, "content_index": 0,
                     "delta": t, "logprobs": []});
                 self.emit(out, "response.output_text.delta", data);
@@ -203,6 +215,7 @@ impl ResponsesEncoder {
                 }) = &mut self.open
                 {
                     args.push_str(a);
+                    self.kept += a.len();
                     if !matches!(self.view.kind(name), Some(ToolKind::Custom)) {
                         let data = json!({"item_id": call_item_id(call_id), "output_index": i,
                             "delta": a});

@@ -36,6 +36,12 @@ impl Encoder {
             Encoder::Responses(r) => r.encode(e, out),
         }
     }
+
+    /// Whether the encoder holds more of the answer than it may (Responses keeps the
+    /// whole answer for its final object; the others keep nothing).
+    fn over_limit(&self) -> bool {
+        matches!(self, Encoder::Responses(r) if r.over_limit())
+    }
 }
 
 /// One stream's translator: upstream bytes in, client bytes out.
@@ -96,6 +102,18 @@ impl Translator {
             }
             self.encoder.encode(&e, out);
             self.done = matches!(e, Event::End | Event::Error { .. });
+            if !self.done && self.encoder.over_limit() {
+                let message = format!(
+                    "the answer is longer than a translated Responses stream may be ({} MiB of output)",
+                    encode_responses::MAX_KEPT_BYTES >> 20
+                );
+                let error = Event::Error {
+                    kind: "api_error".into(),
+                    message,
+                };
+                self.encoder.encode(&error, out);
+                self.done = true;
+            }
         }
     }
 
