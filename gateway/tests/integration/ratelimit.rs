@@ -280,13 +280,7 @@ key = "gw-other"
 // in the log and the metrics. Before, each such client was charged 0 and all were admitted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_leaving_before_the_usage_are_charged_an_estimate() {
-    let mock = MockUpstream::start(MockConfig {
-        chunks: 1200,
-        chunk_delay: Duration::from_millis(25),
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
+    let mock = slow_stream_mock().await;
     let config = model_with(
         "gpt",
         "rate_limit = { tokens_per_minute = 600 }",

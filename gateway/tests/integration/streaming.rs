@@ -42,14 +42,8 @@ async fn one_byte_fragments_arrive_intact_and_usage_is_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_disconnect_mid_stream_cancels_the_upstream_request() {
-    // A stream that would take 30 s; the client leaves after the first event.
-    let mock = MockUpstream::start(MockConfig {
-        chunks: 1200,
-        chunk_delay: Duration::from_millis(25),
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
+    // The client leaves after the first event.
+    let mock = slow_stream_mock().await;
     let relay = Relay::start(mock.addr()).await;
     let gw = TestGateway::start(&two_models(&relay.base_url())).await;
     for (i, path) in ROUTES.into_iter().enumerate() {

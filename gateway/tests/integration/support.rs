@@ -1014,6 +1014,17 @@ pub fn upstream_errors(model: &str, kind: &str) -> String {
     format!("gateway_upstream_errors_total{{model=\"{model}\",kind=\"{kind}\"}}")
 }
 
+/// A mock whose streams would take 30 s (1,200 events 25 ms apart): for clients that leave.
+pub async fn slow_stream_mock() -> MockUpstream {
+    MockUpstream::start(MockConfig {
+        chunks: 1200,
+        chunk_delay: Duration::from_millis(25),
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// A mock upstream whose streams stall after their second event.
 pub async fn stalling_mock() -> MockUpstream {
     MockUpstream::start(MockConfig {
