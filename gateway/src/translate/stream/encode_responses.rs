@@ -61,10 +61,17 @@ impl ResponsesEncoder {
     }
 
     fn emit(&mut self, out: &mut Vec<u8>, ty: &str, mut data: Value) {
+        self.emit_in_place(out, ty, &mut data);
+    }
+
+    /// As [`Self::emit`], leaving `data` to be sent again under another type: the two
+    /// opening events carry the same response object (the client's echoed request fields
+    /// included, Codex's tools list among them), written twice rather than cloned.
+    fn emit_in_place(&mut self, out: &mut Vec<u8>, ty: &str, data: &mut Value) {
         data["type"] = json!(ty);
         data["sequence_number"] = json!(self.seq);
         self.seq += 1;
-        named_frame(out, ty, &data);
+        named_frame(out, ty, data);
     }
 
     fn start(&mut self, out: &mut Vec<u8>, id: &str, model: &str) {
@@ -83,8 +90,9 @@ impl ResponsesEncoder {
             None,
             &self.view,
         );
-        self.emit(out, "response.created", json!({"response": resp.clone()}));
-        self.emit(out, "response.in_progress", json!({"response": resp}));
+        let mut data = json!({"response": resp});
+        self.emit_in_place(out, "response.created", &mut data);
+        self.emit_in_place(out, "response.in_progress", &mut data);
     }
 
     fn output_index(&self) -> usize {
