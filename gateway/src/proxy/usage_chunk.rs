@@ -7,6 +7,7 @@
 //! came; bytes of an event not yet terminated wait for the blank line that ends it.
 
 use bytes::Bytes;
+use memchr::memmem;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -72,7 +73,10 @@ impl UsageChunkFilter {
                 self.pending.clear();
             } else {
                 let event = &chunk[start..end];
-                if out.is_none() && !is_usage_only(event) && find(event, NULL_USAGE).is_none() {
+                if out.is_none()
+                    && !is_usage_only(event)
+                    && memmem::find(event, NULL_USAGE).is_none()
+                {
                     kept = end;
                 } else {
                     keep(event, out.get_or_insert_with(|| chunk[..kept].to_vec()));
@@ -96,10 +100,6 @@ impl UsageChunkFilter {
 /// The member a chat stream asked for usage adds to every chunk before the last.
 const NULL_USAGE: &[u8] = b",\"usage\":null";
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
 /// Appends `event` to `out` as the client would have had it: not at all when it is the
 /// usage chunk, without its `"usage":null` member otherwise. (Quotes inside JSON strings
 /// are escaped, so the member's bytes cannot be a string's.)
@@ -107,7 +107,7 @@ fn keep(event: &[u8], out: &mut Vec<u8>) {
     if is_usage_only(event) {
         return;
     }
-    match find(event, NULL_USAGE) {
+    match memmem::find(event, NULL_USAGE) {
         Some(at) => {
             out.extend_from_slice(&event[..at]);
             out.extend_from_slice(&event[at + NULL_USAGE.len()..]);
@@ -119,7 +119,7 @@ fn keep(event: &[u8], out: &mut Vec<u8>) {
 /// A chat chunk with no choices and a usage object: the one the gateway asked for.
 fn is_usage_only(event: &[u8]) -> bool {
     const NEEDLE: &[u8] = b"\"choices\":[]";
-    if !event.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+    if memmem::find(event, NEEDLE).is_none() {
         return false;
     }
     let mut data = Vec::new();
