@@ -6,7 +6,7 @@ use http::HeaderMap;
 use subtle::ConstantTimeEq;
 
 use crate::config::ApiKey;
-use crate::ratelimit::Limiter;
+use crate::ratelimit::{Limiter, Scope};
 
 /// A configured key, compiled.
 pub(crate) struct KeyEntry {
@@ -60,7 +60,7 @@ impl Keys {
                 name: k.name.as_str().into(),
                 secret: secret.into_bytes().into_boxed_slice(),
                 allowed,
-                limiter: k.rate_limit.map(Limiter::new),
+                limiter: k.rate_limit.map(|l| Limiter::new(l, Scope::Key, &k.name)),
                 models_json,
             });
         }

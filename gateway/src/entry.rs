@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::cli::Cli;
-use crate::config::{self, Config};
+use crate::config::{self, Config, LimitsBackend, WhenDown};
 use crate::server::{self, Listeners, Signals};
 use crate::upstream_url::redact_userinfo;
 
@@ -116,6 +116,25 @@ fn print_summary(config: &Config, listeners: &Listeners, workers: usize) {
             config.keys.len().to_string()
         }
     );
+    if let (LimitsBackend::Redis, Some(r)) = (config.rate_limits.backend, &config.rate_limits.redis)
+    {
+        // The URL is never printed: it may carry a password.
+        eprintln!(
+            "  rate limits: shared in Redis ({}), prefix {:?}, when it is down: {} (after {} ms)",
+            if r.url_env.is_some() {
+                "url from the environment"
+            } else {
+                "url from the file"
+            },
+            r.key_prefix,
+            match r.when_down {
+                WhenDown::Open => "open",
+                WhenDown::Closed => "closed",
+                WhenDown::Memory => "this process's limits",
+            },
+            r.timeout_ms
+        );
+    }
     for m in &config.models {
         let targets: Vec<String> = m
             .targets

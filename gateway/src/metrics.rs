@@ -178,6 +178,13 @@ pub(crate) struct Metrics {
     pub(crate) access_log_dropped: AtomicU64,
     pub(crate) open_connections: AtomicI64,
     pub(crate) connections_rejected: AtomicU64,
+    /// The rate limits' backend answers (always 1 in memory; `ratelimit/redis.rs`).
+    pub(crate) ratelimit_backend_up: AtomicI64,
+    pub(crate) ratelimit_backend_errors: AtomicU64,
+    /// Requests decided by `when_down` because Redis could not be asked.
+    pub(crate) ratelimit_degraded: AtomicU64,
+    /// Tokens charged to this process's buckets only (Redis could not be told).
+    pub(crate) ratelimit_unshared_tokens: AtomicU64,
     /// Fields translation dropped, by (model index, field): only translated requests that
     /// dropped something take the lock, and the fields are a closed set (TRANSLATION.md).
     dropped_fields: Mutex<BTreeMap<(usize, String), u64>>,
@@ -196,6 +203,10 @@ impl Metrics {
             access_log_dropped: AtomicU64::new(0),
             open_connections: AtomicI64::new(0),
             connections_rejected: AtomicU64::new(0),
+            ratelimit_backend_up: AtomicI64::new(1),
+            ratelimit_backend_errors: AtomicU64::new(0),
+            ratelimit_degraded: AtomicU64::new(0),
+            ratelimit_unshared_tokens: AtomicU64::new(0),
             dropped_fields: Mutex::new(BTreeMap::new()),
         }
     }
@@ -403,6 +414,26 @@ impl Metrics {
             out,
             "# HELP gateway_connections_rejected_total Client connections refused at server.max_connections.\n# TYPE gateway_connections_rejected_total counter\ngateway_connections_rejected_total {}",
             self.connections_rejected.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_ratelimit_backend_up Whether the rate limits' backend answers (Redis; always 1 in memory).\n# TYPE gateway_ratelimit_backend_up gauge\ngateway_ratelimit_backend_up {}",
+            self.ratelimit_backend_up.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_ratelimit_backend_errors_total Calls to the rate limits' Redis that failed or timed out.\n# TYPE gateway_ratelimit_backend_errors_total counter\ngateway_ratelimit_backend_errors_total {}",
+            self.ratelimit_backend_errors.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_ratelimit_degraded_total Requests decided by rate_limits.redis.when_down because Redis could not be asked.\n# TYPE gateway_ratelimit_degraded_total counter\ngateway_ratelimit_degraded_total {}",
+            self.ratelimit_degraded.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_ratelimit_unshared_tokens_total Tokens charged to this process's buckets only, Redis being unreachable.\n# TYPE gateway_ratelimit_unshared_tokens_total counter\ngateway_ratelimit_unshared_tokens_total {}",
+            self.ratelimit_unshared_tokens.load(Relaxed)
         );
         out
     }

@@ -153,15 +153,9 @@ impl Drop for Settlement {
             if let (true, Some(n)) = (output_estimated, self.usage.output) {
                 ModelSlot::add_tokens(&slot.estimated_output_tokens, n);
             }
-            let total = self.usage.total();
-            if total > 0 {
-                if let Some(l) = &gw.models[mi].limiter {
-                    l.charge_tokens(total);
-                }
-                if let Some(l) = self.key.and_then(|k| gw.keys.entry(k).limiter.as_ref()) {
-                    l.charge_tokens(total);
-                }
-            }
+            let key = self.key.and_then(|k| gw.keys.entry(k).limiter.as_ref());
+            let model = gw.models[mi].limiter.as_ref();
+            gw.limits.charge(key, model, self.usage.total());
         }
         if let (Some(mi), false) = (self.model, self.dropped.is_empty()) {
             m.dropped(mi, &self.dropped);

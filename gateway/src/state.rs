@@ -16,7 +16,7 @@ use crate::config::{self, Config, EnvError};
 use crate::dialect::{Dialect, Provider};
 use crate::headers::{upstream_auth, ForwardError};
 use crate::metrics::Metrics;
-use crate::ratelimit::Limiter;
+use crate::ratelimit::{Limiter, Limits, RedisError, Scope};
 use crate::translate::policy::{BuiltinTools, Policy};
 use crate::upstream_url::{UpstreamUrl, UrlError};
 
@@ -88,12 +88,16 @@ pub(crate) enum SetupError {
     Keys(#[from] UnsetSecret),
     #[error(transparent)]
     Client(#[from] ClientError),
+    #[error(transparent)]
+    Limits(#[from] RedisError),
 }
 
 pub(crate) struct State {
     pub(crate) model_index: HashMap<Box<str>, usize>,
     pub(crate) models: Vec<ModelEntry>,
     pub(crate) keys: Keys,
+    /// Where the key's and model's limiters keep their buckets.
+    pub(crate) limits: Limits,
     /// `/v1/models` when no keys are configured.
     pub(crate) models_json: Bytes,
     pub(crate) metrics: Arc<Metrics>,
@@ -169,7 +173,7 @@ impl State {
                 Dialect::ALL.map(|d| targets[d.index()].iter().any(|t| t.translates(d)));
             models.push(ModelEntry {
                 name: m.name.as_str().into(),
-                limiter: m.rate_limit.map(Limiter::new),
+                limiter: m.rate_limit.map(|l| Limiter::new(l, Scope::Model, &m.name)),
                 targets,
                 translates,
                 default_max_tokens: m
@@ -197,10 +201,12 @@ impl State {
             names.len(),
             |allowed| render_models(&names, allowed),
         )?;
+        let limits = Limits::build(&cfg.rate_limits, &metrics)?;
         Ok(State {
             model_index,
             models,
             keys,
+            limits,
             models_json,
             metrics,
             access_log,

@@ -25,6 +25,7 @@ use crate::dialect::Dialect;
 use crate::error::{ApiError, ErrorKind};
 use crate::headers;
 use crate::metrics::UpstreamErrorKind;
+use crate::ratelimit::{Refusal, Scope};
 use crate::settle::Settlement;
 use crate::state::Target;
 use crate::translate::{self, hub, TranslateError};
@@ -139,25 +140,20 @@ pub(crate) async fn handle(
         None
     };
 
-    // Rate limits: key first, then model; a model refusal refunds the key's request.
+    // Rate limits: the key's and the model's, both or neither charged.
     let key_limiter = key.and_then(|k| k.limiter.as_ref());
-    if let Some(l) = key_limiter {
-        if let Err(r) = l.admit() {
-            gw.metrics.model(mi).rate_limited_key.fetch_add(1, Relaxed);
+    match gw.limits.admit(key_limiter, model.limiter.as_ref()).await {
+        Ok(()) => {}
+        Err(Refusal::Limited(r)) => {
+            let slot = gw.metrics.model(mi);
+            let counter = match r.scope {
+                Scope::Key => &slot.rate_limited_key,
+                Scope::Model => &slot.rate_limited_model,
+            };
+            counter.fetch_add(1, Relaxed);
             return rate_limited(c, dialect, &r);
         }
-    }
-    if let Some(l) = &model.limiter {
-        if let Err(r) = l.admit() {
-            if let Some(kl) = key_limiter {
-                kl.refund();
-            }
-            gw.metrics
-                .model(mi)
-                .rate_limited_model
-                .fetch_add(1, Relaxed);
-            return rate_limited(c, dialect, &r);
-        }
+        Err(Refusal::Unavailable) => return limits_unavailable(c, dialect),
     }
 
     let extra = &model.forward_headers;
@@ -737,6 +733,15 @@ fn client_gone(mut c: Settlement, dialect: Dialect) -> Response<GatewayBody> {
     let err = ApiError::new(ErrorKind::InvalidRequest, "the request body ended early");
     let mut resp = err.into_response(dialect.is_anthropic());
     set_request_ids(resp.headers_mut(), &c.request_id);
+    resp
+}
+
+/// `when_down = "closed"` while Redis cannot be asked: a 503 the client may retry soon.
+fn limits_unavailable(c: Settlement, dialect: Dialect) -> Response<GatewayBody> {
+    let msg = "rate limits cannot be checked right now (their store is unreachable); retry shortly";
+    let mut resp = fail(c, dialect, ErrorKind::Overloaded, msg.to_owned());
+    resp.headers_mut()
+        .insert(http::header::RETRY_AFTER, http::HeaderValue::from(1u32));
     resp
 }
 

@@ -12,6 +12,8 @@ mod hardening_lifecycle;
 mod hardening_upstream;
 mod lifecycle;
 mod ratelimit;
+mod ratelimit_shared;
+mod redis_server;
 mod streaming;
 mod support;
 mod translate_agents;

@@ -1,23 +1,11 @@
-//! Requests-per-minute and tokens-per-minute token buckets, per key and per model.
-//!
-//! Requests are charged on admission. Tokens are only known once the response reports its
-//! usage, so a request is admitted while the token bucket is not in debt and charged
-//! afterwards (the bucket may go negative; later requests wait until it refills).
+//! The in-process buckets: one [`Limiter`] per key and per model, in this process's memory.
+//! `redis.rs` keeps the same buckets, by the same rules, in Redis.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use http::{HeaderMap, HeaderName, HeaderValue};
-
+use super::{Rejection, Scope, Snapshot, MAX_DEBT_MINUTES, MAX_WAIT};
 use crate::config::RateLimit;
-
-/// The deepest a token bucket can go into debt, in minutes of refill. Usage comes from the
-/// upstream: an absurd report (1.8e19 tokens) must lock a key out for a bounded time, not
-/// for ever, and must keep every figure finite.
-const MAX_DEBT_MINUTES: f64 = 60.0;
-
-/// The longest wait ever reported (`Retry-After`, `x-ratelimit-reset-*`).
-const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 #[derive(Debug)]
 struct Bucket {
@@ -71,41 +59,31 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Limiter {
     state: Mutex<State>,
-    limit: RateLimit,
-}
-
-/// Why a request was refused, with what the 429's headers report.
-#[derive(Debug, Clone)]
-pub(crate) struct Rejection {
-    pub(crate) retry_after: Duration,
-    pub(crate) what: &'static str,
-    headers: Snapshot,
-}
-
-/// Remaining budget, for `x-ratelimit-*` headers.
-#[derive(Debug, Clone, Default)]
-struct Snapshot {
-    requests: Option<(u64, u64, Duration)>,
-    tokens: Option<(u64, u64, Duration)>,
+    pub(super) limit: RateLimit,
+    pub(super) scope: Scope,
+    /// `key:<name>` or `model:<name>`: the bucket's name in Redis, after the prefix.
+    pub(super) name: Box<str>,
 }
 
 impl Limiter {
-    pub(crate) fn new(limit: RateLimit) -> Limiter {
-        Limiter::new_at(limit, Instant::now())
+    pub(crate) fn new(limit: RateLimit, scope: Scope, name: &str) -> Limiter {
+        Limiter::new_at(limit, scope, name, Instant::now())
     }
 
-    fn new_at(limit: RateLimit, now: Instant) -> Limiter {
+    fn new_at(limit: RateLimit, scope: Scope, name: &str, now: Instant) -> Limiter {
         Limiter {
             state: Mutex::new(State {
                 requests: limit.requests_per_minute.map(|n| Bucket::new(n, now)),
                 tokens: limit.tokens_per_minute.map(|n| Bucket::new(n, now)),
             }),
             limit,
+            scope,
+            name: format!("{}:{name}", scope.label()).into(),
         }
     }
 
     /// Takes one request from the bucket, or says how long to wait.
-    pub(crate) fn admit(&self) -> Result<(), Rejection> {
+    pub(super) fn admit(&self) -> Result<(), Rejection> {
         self.admit_at(Instant::now())
     }
 
@@ -136,7 +114,7 @@ impl Limiter {
     }
 
     /// Gives back a request admitted here but refused by another limiter.
-    pub(crate) fn refund(&self) {
+    pub(super) fn refund(&self) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(b) = &mut s.requests {
             b.tokens = (b.tokens + 1.0).min(b.capacity);
@@ -144,7 +122,7 @@ impl Limiter {
     }
 
     /// Charges the tokens a finished request used.
-    pub(crate) fn charge_tokens(&self, tokens: u64) {
+    pub(super) fn charge_tokens(&self, tokens: u64) {
         if tokens == 0 || self.limit.tokens_per_minute.is_none() {
             return;
         }
@@ -164,6 +142,7 @@ impl Limiter {
         Rejection {
             retry_after,
             what,
+            scope: self.scope,
             headers: Snapshot {
                 requests: snap(&s.requests, self.limit.requests_per_minute),
                 tokens: snap(&s.tokens, self.limit.tokens_per_minute),
@@ -172,38 +151,15 @@ impl Limiter {
     }
 }
 
-impl Rejection {
-    /// `Retry-After` (whole seconds, rounded up) and the OpenAI-style `x-ratelimit-*` set.
-    pub(crate) fn write_headers(&self, h: &mut HeaderMap) {
-        let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
-        h.insert(http::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-        let mut put = |name: &'static str, v: String| {
-            if let Ok(v) = HeaderValue::try_from(v) {
-                h.insert(HeaderName::from_static(name), v);
-            }
-        };
-        if let Some((limit, remaining, reset)) = self.headers.requests {
-            put("x-ratelimit-limit-requests", limit.to_string());
-            put("x-ratelimit-remaining-requests", remaining.to_string());
-            put(
-                "x-ratelimit-reset-requests",
-                format!("{:.3}s", reset.as_secs_f64()),
-            );
-        }
-        if let Some((limit, remaining, reset)) = self.headers.tokens {
-            put("x-ratelimit-limit-tokens", limit.to_string());
-            put("x-ratelimit-remaining-tokens", remaining.to_string());
-            put(
-                "x-ratelimit-reset-tokens",
-                format!("{:.3}s", reset.as_secs_f64()),
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use http::HeaderMap;
+
     use super::*;
+
+    fn limiter(limit: RateLimit, t0: Instant) -> Limiter {
+        Limiter::new_at(limit, Scope::Key, "k", t0)
+    }
 
     fn rl(rpm: Option<u64>, tpm: Option<u64>) -> RateLimit {
         RateLimit {
@@ -215,7 +171,7 @@ mod tests {
     #[test]
     fn requests_bucket_empties_then_refills() {
         let t0 = Instant::now();
-        let l = Limiter::new_at(rl(Some(60), None), t0);
+        let l = limiter(rl(Some(60), None), t0);
         for _ in 0..60 {
             l.admit_at(t0).unwrap();
         }
@@ -232,7 +188,7 @@ mod tests {
     #[test]
     fn tokens_are_charged_after_and_block_until_repaid() {
         let t0 = Instant::now();
-        let l = Limiter::new_at(rl(None, Some(600)), t0);
+        let l = limiter(rl(None, Some(600)), t0);
         l.admit_at(t0).unwrap();
         l.charge_tokens(1000); // 400 in debt
         let r = l.admit_at(t0).unwrap_err();
@@ -249,7 +205,7 @@ mod tests {
     #[test]
     fn absurd_charges_stay_finite_and_bounded() {
         let t0 = Instant::now();
-        let l = Limiter::new_at(rl(None, Some(1000)), t0);
+        let l = limiter(rl(None, Some(1000)), t0);
         l.admit_at(t0).unwrap();
         l.charge_tokens(u64::MAX);
         l.charge_tokens(18_000_000_000_000_000_000);
@@ -271,7 +227,7 @@ mod tests {
     #[test]
     fn refund_returns_a_request() {
         let t0 = Instant::now();
-        let l = Limiter::new_at(rl(Some(1), None), t0);
+        let l = limiter(rl(Some(1), None), t0);
         l.admit_at(t0).unwrap();
         assert!(l.admit_at(t0).is_err());
         l.refund();
