@@ -137,7 +137,7 @@ async fn replicas_share_one_token_budget() {
     let t0 = Instant::now();
     let mut admitted = 0u64;
     let mut refused = 0;
-    for i in 0..15 {
+    for i in 0..15usize {
         let req = if i.is_multiple_of(2) {
             post(
                 CHAT,
@@ -252,7 +252,11 @@ async fn redis_down_closed_answers_503_in_each_dialect_then_recovers() {
             "the URL is never logged: {log}"
         );
     }
-    assert_eq!(mock.request_count(), 1, "nothing refused reached the upstream");
+    assert_eq!(
+        mock.request_count(),
+        1,
+        "nothing refused reached the upstream"
+    );
 
     // Restarted (empty): both replicas reconnect and are admitted again.
     redis.restart().await;
