@@ -207,57 +207,61 @@ async fn client_that_stops_reading_is_cut_and_the_upstream_released() {
 
 // Item 6: `server.max_connections` caps open client connections; the next one gets a 503
 // in the OpenAI envelope at once and a freed slot is reused.
+//
+// The slots are read off `gateway_open_connections` on the metrics listener (its own cap),
+// never inferred from probes. Inferring them flaked under load: the start-up health check's
+// keep-alive connection could still hold a slot when the four idle ones arrived, so the
+// fourth was refused, the health check's slot freed a moment later, and every probe got 200
+// with "four idle connections open". The held connection below makes that order certain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_connections_caps_and_answers_503() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
-    let gw = gateway_on(&mock, "max_connections = 4\nheader_read_timeout_ms = 30000").await;
+    let gw = gateway_on(
+        &mock,
+        "max_connections = 4\nheader_read_timeout_ms = 30000\nmetrics_listen = \"127.0.0.1:0\"",
+    )
+    .await;
+    // Counted over both listeners: the scrape reading it is one of them.
+    let open = "gateway_open_connections";
+    let slots = |n: f64| n + 1.0;
+    gw.wait_metric(open, slots(0.0)).await;
+    // A keep-alive connection that has been answered, then three idle ones: the cap.
+    let mut held = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    held.write_all(b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
+        .await
+        .unwrap();
+    assert_eq!(
+        read_raw_reply(&mut held, PATIENCE).await.unwrap().status,
+        200
+    );
     let mut idle = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..3 {
         idle.push(tokio::net::TcpStream::connect(gw.addr).await.unwrap());
     }
-    // The four count once the gateway has accepted them; under load that takes a while, and
-    // until then a probe still gets a slot (and 200): poll rather than sleep a fixed time.
-    let deadline = Instant::now() + PATIENCE;
-    let r = loop {
-        let r = raw_exchange(gw.addr, b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
-            .await
-            .expect("no answer at the connection cap");
-        if r.status != 200 {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "the cap of 4 never applied");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    gw.wait_metric(open, slots(4.0)).await;
+
+    let r = raw_exchange(gw.addr, b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
+        .await
+        .expect("no answer at the connection cap");
     assert_raw_envelope(&r, 503, false);
     let text = String::from_utf8_lossy(&r.body).to_string();
     assert!(text.contains("connections"), "{text}");
-    idle.pop();
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let r = raw_exchange(gw.addr, b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n").await;
-        if r.as_ref().is_some_and(|r| r.status == 200) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "a freed slot was never reused: {r:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // Free every slot, then read the metrics (a lingering keep-alive may hold one briefly).
+    assert_eq!(r.header("retry-after"), Some("1"));
+
+    // The held one closes: its slot serves the next client.
+    drop(held);
+    gw.wait_metric(open, slots(3.0)).await;
+    let r = raw_exchange(gw.addr, b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n").await;
+    assert_eq!(
+        r.map(|r| r.status),
+        Some(200),
+        "a freed slot was not reused"
+    );
     drop(idle);
-    let deadline = Instant::now() + PATIENCE;
-    let text = loop {
-        if let Ok(r) = try_send(gw.addr, get("/metrics")).await {
-            if r.status == StatusCode::OK {
-                break String::from_utf8(r.body.to_vec()).unwrap();
-            }
-        }
-        assert!(Instant::now() < deadline, "no metrics after the cap");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    assert!(
-        metric_or_zero(&text, "gateway_connections_rejected_total") >= 1.0,
+    let text = gw.wait_metric(open, slots(0.0)).await;
+    assert_eq!(
+        metric_or_zero(&text, "gateway_connections_rejected_total"),
+        1.0,
         "{text}"
     );
 }
