@@ -839,6 +839,36 @@ model = "gpt-4o-mini-2024-07-18"
     }
 
     #[test]
+    fn rate_limits_backend_is_checked_without_quoting_the_url() {
+        let with = |table: &str| parse(&format!("{table}\n{MINIMAL}"));
+        let c = with("[rate_limits]\nbackend = \"redis\"\n[rate_limits.redis]\nurl = \"redis://127.0.0.1:6379/0\"").unwrap();
+        let r = c.rate_limits.redis.unwrap();
+        assert_eq!(
+            (r.timeout_ms, r.recheck_ms, r.when_down),
+            (100, 1_000, WhenDown::Memory)
+        );
+        assert_eq!(c.rate_limits.backend, LimitsBackend::Redis);
+        assert_eq!(
+            parse(MINIMAL).unwrap().rate_limits.backend,
+            LimitsBackend::Memory
+        );
+        for (table, says) in [
+            ("[rate_limits]\nbackend = \"redis\"", "needs a [rate_limits.redis] table"),
+            ("[rate_limits.redis]\nurl = \"redis://h\"", "set it to \"redis\""),
+            ("[rate_limits]\nbackend = \"redis\"\n[rate_limits.redis]\ntimeout_ms = 5", "`rate_limits.redis.url`: is required"),
+            ("[rate_limits]\nbackend = \"redis\"\n[rate_limits.redis]\nurl = \"http://:hunter2@h\"", "must start with redis://"),
+            ("[rate_limits]\nbackend = \"redis\"\n[rate_limits.redis]\nurl = \"redis://h\"\ntimeout_ms = 0", "`rate_limits.redis.timeout_ms`: must be > 0"),
+            ("[rate_limits]\nbackend = \"redis\"\n[rate_limits.redis]\nurl_env = \"GATEWAY_TEST_UNSET_REDIS_URL\"", "GATEWAY_TEST_UNSET_REDIS_URL is not set"),
+            ("[rate_limits]\nbackend = \"redis\"\n[rate_limits.redis]\nurl = \"redis://h\"\nwhen_down = \"maybe\"", "unknown variant `maybe`"),
+            ("[rate_limits]\nbackend = \"memcached\"", "unknown variant `memcached`"),
+        ] {
+            let e = with(table).unwrap_err().to_string();
+            assert!(e.contains(says), "{table}: {e}");
+            assert!(!e.contains("hunter2"), "{e}");
+        }
+    }
+
+    #[test]
     fn example_config_is_valid() {
         let text = include_str!("../../gateway.example.toml");
         // The example names env vars for upstream keys; validation requires them set.
