@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The project's test command (docs/testing.md; .ci/run calls it). Runs every tier in order
 # and prints each tier's duration. Needs: cargo, llvm-22, bolt-22, libbolt-22-dev, nix-bin,
-# valgrind, node/npm, python3, .venv-sdk and .agents, iproute2 and unshare (see .ci/run for
-# the install lines).
+# valgrind, node/npm, python3, .venv-sdk and .agents, iproute2 and unshare, redis-server (see
+# .ci/run for the install lines).
 #
 # Tiers (each fails the run):
 #   lint        cargo fmt --check, clippy -D warnings (the workspace, bench/, tools/layering/
 #               and examples/textsearch), the layering of every crate in
 #               tools/layering/layers.toml (gateway, trainer, bench)
 #   cargo-test  unit + integration tests of gateway, trainer, bench and tools/layering (real
-#               gateway processes against the mock upstream, fail-closed stage tests, a short
-#               real bench run)
+#               gateway processes against the mock upstream, replicas sharing rate limits on
+#               real redis-server processes, fail-closed stage tests, a short real bench run)
 #   sdk         the official openai and anthropic Python SDKs (pinned, tests/sdk/requirements.txt,
 #               in .venv-sdk) against the real gateway and the mock upstream: each SDK on its
 #               own provider and translated onto the other, streaming and not, tool-call round
