@@ -13,7 +13,6 @@ mod hardening_upstream;
 mod lifecycle;
 mod ratelimit;
 mod ratelimit_shared;
-mod redis_server;
 mod streaming;
 mod support;
 mod translate_agents;

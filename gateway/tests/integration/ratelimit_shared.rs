@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use http::StatusCode;
 
-use crate::redis_server::RedisServer;
 use crate::support::*;
+use trainer::redis_server::RedisServer;
 
 /// `[rate_limits]` on `redis`; `extra` goes into `[rate_limits.redis]`.
 fn shared(redis: &RedisServer, extra: &str) -> String {

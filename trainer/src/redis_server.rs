@@ -1,8 +1,10 @@
 //! A real `redis-server` (Debian's package, installed by `.ci/run`) on a free loopback port,
-//! for the shared rate limits: started, killed, paused and restarted on the same port.
+//! for the gateway's shared rate limits (its tests and the soak, `bench/`): started, killed,
+//! paused and restarted on the same port. Not part of training.
 //!
-//! Missing `redis-server` fails the test (a Redis tier that skips silently would hide a
-//! missing install); set `GATEWAY_TEST_NO_REDIS=1` to skip these tests knowingly.
+//! A missing `redis-server` is an error, never a silent skip (that would hide a missing
+//! install); set `GATEWAY_TEST_NO_REDIS=1` to skip knowingly ([`RedisServer::start`] is then
+//! `None`).
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -11,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{scratch, signal, PATIENCE};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How long Redis may take to answer its first PING.
+const PATIENCE: Duration = Duration::from_secs(10);
 
 pub struct RedisServer {
     child: Option<Child>,
@@ -26,7 +31,9 @@ impl RedisServer {
             eprintln!("skipped: GATEWAY_TEST_NO_REDIS=1 (these tests need redis-server)");
             return None;
         }
-        let dir = scratch("redis");
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let n = RUNS.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("redis-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         // A port nobody holds right now; another process may take it before Redis binds,
         // so a Redis that exits at once is retried on another.
@@ -104,11 +111,18 @@ impl RedisServer {
 
     /// SIGSTOP: connections stay open and nothing answers (a Redis that is slow).
     pub fn pause(&self) {
-        signal(self.child.as_ref().unwrap().id(), "-STOP");
+        self.signal(libc::SIGSTOP);
     }
 
     pub fn resume(&self) {
-        signal(self.child.as_ref().unwrap().id(), "-CONT");
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        let pid = self.child.as_ref().expect("a running server").id();
+        // SAFETY: kill(2) on our own child's pid, which `child` keeps from being reused.
+        let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+        assert_eq!(rc, 0, "kill({pid}, {sig})");
     }
 }
 
