@@ -6,7 +6,9 @@
 #   holdout    the gate on the holdout shape (instructions/request <= 1.00x plain)
 #   ab         anchored interleaved throughput with a control leg (noisy, report only)
 #   rss, load  idle RSS with gateway.example.toml; 32-connection keep-alive load check
-#   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90)
+#   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90), then
+#              three replicas sharing rate limits on a real redis-server (SOAK_SHARED_SECONDS,
+#              default 30)
 # and writes BENCHMARKS.md with `bench report`.
 #
 # Usage: scripts/benchmarks.sh [RESULTS_DIR]          (default ./out/bench)
@@ -132,6 +134,9 @@ log "idle RSS and 32-connection load"
 log "soak and faults"
 "$BENCH" soak --gateway "$plain" --duration-s "${SOAK_SECONDS:-90}" \
   --work-dir "$results/soak" --json "$results/soak.json"
+log "replicas sharing rate limits on Redis"
+"$BENCH" soak-shared --gateway "$plain" --duration-s "${SOAK_SHARED_SECONDS:-30}" \
+  --work-dir "$results/soak-shared" --json "$results/soak-shared.json"
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"

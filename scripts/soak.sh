@@ -2,13 +2,20 @@
 # The soak and fault run (`bench soak`, issue 13): one plain release gateway under
 # normal traffic mixed with stalled uploads, clients that stop reading, upstream resets and a
 # slow upstream, then SIGTERM. Fails on any failed normal request, RSS or open fds not back to
-# the baseline, or no exit 0 within the grace period. About 2 minutes on a 2-core VM.
+# the baseline, or no exit 0 within the grace period. Then `bench soak-shared`: three replicas
+# sharing rate limits on a real redis-server (killed and restarted half way), with clients
+# that leave streams early; fails when the tokens charged differ from the upstream's usage for
+# answers read to the end, a client that left is charged nothing, the capped key exceeds its
+# limit across replicas, or a replica does not come back to Redis. About 2.5 minutes on a
+# 2-core VM.
 #
 # Usage: scripts/soak.sh [GATEWAY_BIN]
 #   GATEWAY_BIN  a plain release gateway (default: built here with `cargo build --release`)
 #   BENCH        a built bench (bench/; default: built here, release without fat LTO)
 #   SOAK_SECONDS length of the mixed phase (default 90)
-# Results: $SOAK_OUT (default ./out/soak): soak.json, soak.md, the gateway's stderr.
+#   SOAK_SHARED_SECONDS length of the shared-limits run (default 30)
+# Results: $SOAK_OUT (default ./out/soak): soak.json, soak.md, soak-shared.json,
+# soak-shared.md, the gateways' stderr.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -29,3 +36,7 @@ t0=$SECONDS
 "$BENCH" soak --gateway "$gateway" --duration-s "${SOAK_SECONDS:-90}" \
   --work-dir "$out/work" --json "$out/soak.json" --markdown "$out/soak.md"
 echo "=== soak: passed in $((SECONDS - t0)) s"
+t0=$SECONDS
+"$BENCH" soak-shared --gateway "$gateway" --duration-s "${SOAK_SHARED_SECONDS:-30}" \
+  --work-dir "$out/work-shared" --json "$out/soak-shared.json" --markdown "$out/soak-shared.md"
+echo "=== soak-shared: passed in $((SECONDS - t0)) s"

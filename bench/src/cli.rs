@@ -14,6 +14,7 @@ use crate::load::{self, LoadOptions};
 use crate::report;
 use crate::rss::{self, RssOptions};
 use crate::soak::{self, SoakOptions};
+use crate::soak_shared::{self, SharedSoakOptions};
 use crate::translated;
 use crate::variant::{check_variants, Variant};
 use trainer::launch::{self, parse_cpus};
@@ -47,6 +48,11 @@ enum BenchCommand {
     /// upstream resets and a slow upstream, then SIGTERM; exits non-zero on any failed
     /// normal request, RSS or fds not back to baseline, or no exit 0 within the grace.
     Soak(SoakArgs),
+    /// Three replicas sharing rate limits on a real redis-server, with clients that read to
+    /// the end, clients that leave after the first delta and a capped key, Redis killed and
+    /// restarted half way; exits non-zero when the charged tokens do not match the upstream's
+    /// usage, the cap is exceeded across replicas or a replica does not come back.
+    SoakShared(SoakSharedArgs),
     /// Translated shapes beside their passthrough twins, from callgrind results; exits
     /// non-zero when a pair is not measured.
     Translated(TranslatedArgs),
@@ -231,6 +237,17 @@ struct SoakArgs {
 }
 
 #[derive(Args, Debug)]
+struct SoakSharedArgs {
+    #[arg(long)]
+    gateway: PathBuf,
+    /// Length of the run, in seconds (Redis goes down half way).
+    #[arg(long, default_value_t = 30)]
+    duration_s: u64,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
 struct TranslatedArgs {
     /// Print the shapes of the pairs, one per line, and exit.
     #[arg(long)]
@@ -260,6 +277,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::Rss(a)) => run_rss(a),
         Some(BenchCommand::Load(a)) => run_load(a),
         Some(BenchCommand::Soak(a)) => run_soak(a),
+        Some(BenchCommand::SoakShared(a)) => run_soak_shared(a),
         Some(BenchCommand::Translated(a)) => run_translated(a),
         Some(BenchCommand::Report(a)) => {
             let doc = report::document(&a.results)?;
@@ -486,6 +504,21 @@ fn run_soak(a: SoakArgs) -> Result<(), Error> {
     let problems = r.problems();
     if !problems.is_empty() {
         return Err(format!("soak FAILED: {}", problems.join("; ")).into());
+    }
+    Ok(())
+}
+
+fn run_soak_shared(a: SoakSharedArgs) -> Result<(), Error> {
+    let opts = SharedSoakOptions {
+        gateway: a.gateway,
+        duration: Duration::from_secs(a.duration_s),
+        work_dir: work_dir(&a.common, "soak-shared"),
+    };
+    let r = runtime(2)?.block_on(soak_shared::run(&opts))?;
+    emit(&a.common, &r, &soak_shared::markdown(&r))?;
+    let problems = r.problems();
+    if !problems.is_empty() {
+        return Err(format!("shared soak FAILED: {}", problems.join("; ")).into());
     }
     Ok(())
 }

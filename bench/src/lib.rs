@@ -1,6 +1,7 @@
 //! The benchmarks and gates of the gateway's release chain: anchored A/B throughput (`ab`),
 //! callgrind instruction counts (`callgrind`), the holdout gate (`holdout`), idle RSS
-//! (`rss`), a keep-alive load check (`load`), the soak and fault run (`soak`), translated
+//! (`rss`), a keep-alive load check (`load`), the soak and fault run (`soak`), replicas
+//! sharing rate limits on Redis (`soak_shared`), translated
 //! paths beside passthrough (`translated`) and the markdown report (`report`); `cli` is the
 //! `bench` command line. Outside the chain's cargo workspace: the chain's training workload
 //! (`trainer workload`) never uses it.
@@ -19,6 +20,7 @@ pub mod report;
 mod results;
 pub mod rss;
 pub mod soak;
+pub mod soak_shared;
 pub mod stats;
 pub mod translated;
 mod upstream;

@@ -12,6 +12,7 @@ use crate::load::LoadReport;
 use crate::results::*;
 use crate::rss::RssReport;
 use crate::soak::{self, SoakReport};
+use crate::soak_shared::{self, SharedSoakReport};
 use crate::stats::Verdict;
 use crate::translated;
 
@@ -330,6 +331,15 @@ normal requests, every stalled upload answered 408, every non-reading client cut
 and RSS within 24 MiB of the warmed-up baseline afterwards, and SIGTERM (4 slow requests and 4 \
 stalled uploads in flight) answering every request and exiting 0 within the grace.\n\n";
 
+const SOAK_SHARED_INTRO: &str = "`bench soak-shared` (`scripts/soak.sh`, CI's bench tier): \
+three replicas with `[rate_limits] backend = \"redis\"` on one real `redis-server` \
+(`when_down = \"memory\"`), three clients reading every answer (chat streamed without asking \
+for usage, chat buffered, messages streamed and translated), two leaving each stream after its \
+first delta, and a key capped at 60 requests per minute sent round the replicas; Redis is \
+killed half way and restarted 3 s later. Passes only with every answer read to its end \
+charged exactly the upstream's usage, every client that left charged, the capped key within \
+its limit across the replicas while Redis was up, and every replica back on Redis.\n\n";
+
 /// BENCHMARKS.md from a results directory.
 pub(crate) fn document(dir: &Path) -> Result<String, String> {
     let mut s = String::from("# Benchmarks\n\n");
@@ -432,6 +442,14 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
         Some(r) => {
             s.push_str(SOAK_INTRO);
             s.push_str(&soak::markdown(&r));
+        }
+        None => s.push_str(NOT_MEASURED),
+    }
+    s.push_str("\n## Shared rate limits on Redis (plain build; the run fails on any check)\n\n");
+    match read_json::<SharedSoakReport>(dir, SOAK_SHARED)? {
+        Some(r) => {
+            s.push_str(SOAK_SHARED_INTRO);
+            s.push_str(&soak_shared::markdown(&r));
         }
         None => s.push_str(NOT_MEASURED),
     }

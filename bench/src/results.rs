@@ -11,6 +11,7 @@ pub(crate) const AB_HOLDOUT: &str = "ab-holdout.json";
 pub const RSS: &str = "rss.json";
 pub(crate) const LOAD: &str = "load.json";
 pub(crate) const SOAK: &str = "soak.json";
+pub(crate) const SOAK_SHARED: &str = "soak-shared.json";
 pub(crate) const BUILD_TIMES: &str = "build-times.tsv";
 /// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.
 pub(crate) const TOP: &str = "callgrind-top.txt";
