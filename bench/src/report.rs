@@ -479,7 +479,7 @@ mod tests {
         std::fs::write(d.join(META), "date: 2026-01-01\ncommit: abc\n").unwrap();
         let doc = document(&d).unwrap();
         assert!(doc.contains("- date: `2026-01-01`"));
-        assert_eq!(doc.matches("Not measured in this run").count(), 9);
+        assert_eq!(doc.matches("Not measured in this run").count(), 10);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
