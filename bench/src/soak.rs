@@ -478,7 +478,7 @@ async fn run_normal(addr: SocketAddr, clients: usize, length: Duration, tally: &
     }
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 

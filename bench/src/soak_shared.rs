@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::BENCH_KEY;
 use crate::error::{io, BenchError};
+use crate::soak::contains;
 use trainer::launch::{GatewayProcess, Launch};
 use trainer::mock::{expected_usage, MockConfig, MockUpstream};
 use trainer::redis_server::RedisServer;
@@ -490,10 +491,6 @@ fn metric(text: &str, series: &str) -> Option<f64> {
         let rest = l.strip_prefix(series)?;
         rest.strip_prefix(' ')?.trim().parse().ok()
     })
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 pub(crate) fn markdown(r: &SharedSoakReport) -> String {
