@@ -43,6 +43,17 @@ failed=$(printf '%s\n' "$results" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | awk 
 echo "  $(printf '%s\n' "$results" | wc -l) test binaries: $passed passed, $failed failed"
 [ "$passed" -gt 50 ] || fail "checks.tests ran only $passed tests"
 [ "$failed" -eq 0 ] || fail "checks.tests: $failed failed"
+# Issue 22: the profile-use build takes its dependencies from the PGO dependency build (the
+# staged profile's mtime, stages/pgo-use-flags.sh); it compiled all of them again before.
+echo "== gateway-pgo-build compiles only the workspace's crates"
+pgo_log=$(nix-store --read-log "$(readlink "$outdir/result-gateway-pgo-build")" 2>/dev/null || true)
+[ -n "$pgo_log" ] || pgo_log=$(nix log "$(readlink "$outdir/result-gateway-pgo-build")" 2>/dev/null || true)
+printf '%s\n' "$pgo_log" | grep -qE 'Finished .release. profile' ||
+  fail "gateway-pgo-build's build log has no cargo output"
+compiled=$(printf '%s\n' "$pgo_log" | sed -nE 's/^ *Compiling ([^ ]+) v.*/\1/p' | sort -u | tr '\n' ' ')
+[ "$compiled" = "gateway " ] ||
+  fail "gateway-pgo-build compiled [${compiled}], not only the workspace's gateway: its dependency build was not reused"
+echo "  ok: compiled $compiled"
 echo "== pgo-proof.json"
 cat "$r/share/gateway/pgo-proof.json"
 echo "== bolt-proof.json"

@@ -31,5 +31,10 @@ stage_dir=${PGO_PROFILE_STAGE_DIR:-${NIX_BUILD_TOP:-}/pgo-profile}
 [ "$stage_dir" != /pgo-profile ] || die "PGO_PROFILE needs NIX_BUILD_TOP or PGO_PROFILE_STAGE_DIR"
 mkdir -p "$stage_dir"
 install -m 0644 "$PGO_PROFILE" "$stage_dir/profile.profdata"
+# mtime 1, as every file in the store and in crane's artifact archives: rustc lists the profile
+# among each crate's inputs, and cargo rebuilds a crate whose input is newer than its last
+# build. Staged with the time of staging, the profile made the dependency build's artifacts
+# (restored at mtime 1) look stale, and the profile-use build recompiled every dependency.
+touch -h -d @1 "$stage_dir/profile.profdata"
 note "profile $(scrub_store "$PGO_PROFILE") staged at $stage_dir/profile.profdata"
 printf '%s\n' "${PGO_RUSTFLAGS//@pgoProfile@/$stage_dir/profile.profdata}"
