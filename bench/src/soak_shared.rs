@@ -332,7 +332,7 @@ fn shared_config(redis: &str, metered: &str, leaver: &str) -> String {
     format!(
         "[server]\nworkers = 2\n\n[observability]\naccess_log = \"off\"\n\n\
          [rate_limits]\nbackend = \"redis\"\n\n\
-         [rate_limits.redis]\nurl = \"{redis}\"\ntimeout_ms = 200\nrecheck_ms = 250\nwhen_down = \"memory\"\n\n\
+         [rate_limits.redis]\nurl = \"{redis}\"\ntimeout_ms = 1000\nrecheck_ms = 250\nwhen_down = \"memory\"\n\n\
          [[keys]]\nname = \"soak\"\nkey = \"{BENCH_KEY}\"\nrate_limit = {{ tokens_per_minute = 1000000000 }}\n\n\
          [[keys]]\nname = \"capped\"\nkey = \"{CAPPED_KEY}\"\nrate_limit = {{ requests_per_minute = {CAPPED_RPM} }}\n\n{}{}",
         model("metered", metered),
