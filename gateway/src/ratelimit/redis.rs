@@ -202,14 +202,18 @@ fn timed_out() -> redis::RedisError {
     ))
 }
 
-/// The error's words, without anything of the URL.
+/// The error's words, without anything of the URL; for a refusal by the server its code
+/// (`WRONGPASS`, `NOAUTH`, `READONLY`, ...), never its text, which may echo what was sent.
 fn describe(e: &redis::RedisError) -> String {
     if e.is_timeout() {
         "no answer within rate_limits.redis.timeout_ms".to_owned()
     } else if let Some(io) = e.is_io_error().then(|| e.to_string()) {
         io
+    } else if let Some(code) = e.code() {
+        format!("Redis answered {code}")
     } else {
-        kind(e).to_owned()
+        // The kind's name only (`AuthenticationFailed`, ...): no text from the server.
+        format!("{:?}", e.kind())
     }
 }
 
