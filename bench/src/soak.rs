@@ -401,27 +401,44 @@ fn chat_body(model: &str, stream: bool) -> String {
 
 /// One request on a fresh connection: status and whole body, bounded in time.
 async fn request(addr: SocketAddr, path: &str, body: String) -> Result<(u16, Bytes), String> {
+    post(addr, path, &body, BENCH_KEY, None).await
+}
+
+/// POSTs `body` on a fresh connection and reads the answer whole, or (`leave_after`) until
+/// a body piece holds that needle, then closes the connection.
+pub(crate) async fn post(
+    addr: SocketAddr,
+    path: &str,
+    body: &str,
+    key: &str,
+    leave_after: Option<&[u8]>,
+) -> Result<(u16, Bytes), String> {
     let fut = async {
         let mut sender = trainer::http1::connect(addr).await?;
         let req = http::Request::post(path)
             .header("host", "soak")
             .header("content-type", "application/json")
-            .header("authorization", format!("Bearer {BENCH_KEY}"))
+            .header("authorization", format!("Bearer {key}"))
             .header("anthropic-version", "2023-06-01")
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(Bytes::from(body.to_owned())))
             .map_err(|e| e.to_string())?;
         let resp = sender
             .send_request(req)
             .await
             .map_err(|e| format!("request: {e}"))?;
         let status = resp.status().as_u16();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("body: {e}"))?
-            .to_bytes();
-        Ok((status, body))
+        let mut body = resp.into_body();
+        let mut got = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("body: {e}"))?;
+            if let Ok(d) = frame.into_data() {
+                got.extend_from_slice(&d);
+                if leave_after.is_some_and(|n| status == 200 && contains(&got, n)) {
+                    break;
+                }
+            }
+        }
+        Ok((status, Bytes::from(got)))
     };
     tokio::time::timeout(Duration::from_secs(30), fut)
         .await

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::BENCH_KEY;
 use crate::error::{io, BenchError};
-use crate::soak::contains;
+use crate::soak::{contains, post};
 use trainer::launch::{GatewayProcess, Launch};
 use trainer::mock::{expected_usage, MockConfig, MockUpstream};
 use trainer::redis_server::RedisServer;
@@ -421,47 +421,6 @@ async fn capped(addr: SocketAddr, t: &Tally) {
         )),
         Err(e) => t.fail(format!("capped: {e}")),
     }
-}
-
-/// POSTs `body` on a fresh connection and reads the answer whole, or (`leave_after`) until
-/// a body piece holds that needle, then closes the connection.
-async fn post(
-    addr: SocketAddr,
-    path: &str,
-    body: &str,
-    key: &str,
-    leave_after: Option<&[u8]>,
-) -> Result<(u16, Bytes), String> {
-    let fut = async {
-        let mut sender = trainer::http1::connect(addr).await?;
-        let req = http::Request::post(path)
-            .header("host", "soak")
-            .header("content-type", "application/json")
-            .header("authorization", format!("Bearer {key}"))
-            .header("anthropic-version", "2023-06-01")
-            .body(Full::new(Bytes::from(body.to_owned())))
-            .map_err(|e| e.to_string())?;
-        let resp = sender
-            .send_request(req)
-            .await
-            .map_err(|e| format!("request: {e}"))?;
-        let status = resp.status().as_u16();
-        let mut body = resp.into_body();
-        let mut got = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| format!("body: {e}"))?;
-            if let Ok(d) = frame.into_data() {
-                got.extend_from_slice(&d);
-                if leave_after.is_some_and(|n| status == 200 && contains(&got, n)) {
-                    break;
-                }
-            }
-        }
-        Ok((status, Bytes::from(got)))
-    };
-    tokio::time::timeout(Duration::from_secs(30), fut)
-        .await
-        .map_err(|_| "no answer within 30 s".to_owned())?
 }
 
 async fn metrics(addr: SocketAddr) -> Option<String> {
