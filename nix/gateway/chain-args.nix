@@ -30,12 +30,23 @@ let
       shapes
       ;
   };
+  # Trained one shape per derivation (then merged), unless a stand-in workload is given, or no
+  # shape trains (then the one workload's build fails in `trainer shapes`, naming the
+  # directory).
+  fanOut = workload == null && gatewayWorkload.workloads != { };
 in
 {
   binName = "gateway";
-  workload = if workload == null then gatewayWorkload.workload else "${workload}";
-  # One gateway process per training shape, each writing one profile file.
-  inherit (gatewayWorkload) minProfiles;
+  workload =
+    if workload != null then
+      "${workload}"
+    else if fanOut then
+      null
+    else
+      gatewayWorkload.workload;
+  workloads = if fanOut then gatewayWorkload.workloads else null;
+  # One gateway process per training shape, each writing one profile file: per part, one.
+  minProfiles = if fanOut then 1 else gatewayWorkload.minProfiles;
   # An instrumented gateway's .profraw is ~1.3 MB whatever it ran (counters for every
   # function): 64 KiB only catches truncated or foreign files; coverage shows in the profile's
   # function count. A shape's .fdata is text, one line per executed branch edge.
@@ -43,8 +54,10 @@ in
   minFdataBytes = 16 * 1024;
   # checks.holdout: on the shapes marked `holdout = true`, which never train, PGO and PGO+BOLT
   # must not cost more instructions per request than plain.
+  # The whole set after `trainer shapes` (exactly one holdout): a set it refuses fails here.
   holdoutGate = import ./holdout.nix {
-    inherit valgrind shapes;
+    inherit valgrind;
+    shapes = gatewayWorkload.validatedShapes;
     bench = "${bench}/bin/bench";
   };
 }

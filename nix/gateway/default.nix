@@ -38,7 +38,9 @@ let
     ]
     // {
       inherit pkgs craneLib;
-      src = source.cargo;
+      # The gateway crate alone (./source.nix): a test, trainer or docs edit leaves every
+      # chain stage that does not run the trainer as it was.
+      src = source.gateway;
     }
   );
 in

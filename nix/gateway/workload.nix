@@ -10,8 +10,11 @@
 #   trainer   the trainer package (bin/trainer)
 #   shapes    the shapes directory
 #
-# Returns { workload, minProfiles }: the executable's path, and the number of training shapes
-# (shapes without `holdout = true`): each runs one gateway process, which writes one profile.
+# Returns { workload, minProfiles, workloads, validatedShapes }: the executable's path over all shapes and the
+# number of training shapes (shapes without `holdout = true`: each runs one gateway process,
+# which writes one profile); and `workloads`, the same workload fanned out, one per training
+# shape (the chain's `workloads`: one training derivation each, then a merge), each on a
+# directory cut to that shape's file and its body, so that editing one shape retrains one.
 {
   pkgs,
   runStage,
@@ -23,16 +26,53 @@ let
   tomls = builtins.filter (n: builtins.match ".*\\.toml" n != null) files;
   holdout = n: (builtins.fromTOML (builtins.readFile "${shapes}/${n}")).holdout or false;
   training = builtins.filter (n: !(holdout n)) tomls;
-  validated = runStage "gateway-shapes-validated" {
-    TRAINER = "${trainer}/bin/trainer";
-    SHAPES = shapes;
-  } ''"$TRAINER" shapes --shapes "$SHAPES" >&2 && cp -R "$SHAPES" "$out"'';
+  shapesStr = toString shapes;
+  rel = path: builtins.substring (builtins.stringLength shapesStr + 1) (-1) (toString path);
+  # One shape: its file and the body it names, nothing else of the directory.
+  shapeDir =
+    file:
+    let
+      body = (builtins.fromTOML (builtins.readFile "${shapes}/${file}")).body or "";
+    in
+    builtins.path {
+      path = shapes;
+      name = "gateway-shape-${stem file}";
+      filter =
+        path: _type:
+        let
+          r = rel path;
+        in
+        r == file || r == body || builtins.substring 0 (builtins.stringLength r + 1) body == r + "/";
+    };
+  stem = file: builtins.head (builtins.match "(.*)\\.toml" file);
+  # The shapes a workload reads are a copy that `trainer shapes` validated first: the whole
+  # set (exactly one holdout), or one part (`--part`: a shape that trains).
+  validated =
+    name: dir: flags:
+    runStage "${name}-validated" {
+      TRAINER = "${trainer}/bin/trainer";
+      SHAPES = dir;
+    } ''"$TRAINER" shapes --shapes "$SHAPES" ${flags} >&2 && cp -R "$SHAPES" "$out"'';
+  all = validated "gateway-shapes" shapes "";
+  workloadOver =
+    name: dir:
+    "${pkgs.writeShellScript name ''
+      # The gateway's workload: one gateway lifetime per training shape.
+      exec ${trainer}/bin/trainer workload --shapes ${dir} "$@"
+    ''}";
 in
 {
-  workload = "${pkgs.writeShellScript "gateway-workload" ''
-    # The gateway's workload: one gateway lifetime per training shape.
-    exec ${trainer}/bin/trainer workload --shapes ${validated} "$@"
-  ''}";
+  # The whole set, validated: what the holdout gate measures.
+  validatedShapes = all;
+  workload = workloadOver "gateway-workload" all;
+  workloads = builtins.listToAttrs (
+    map (file: {
+      name = stem file;
+      value = workloadOver "gateway-workload-${stem file}" (
+        validated "gateway-shape-${stem file}" (shapeDir file) "--part"
+      );
+    }) training
+  );
   # At least one: an empty set fails in `trainer shapes`, naming the directory.
   minProfiles = if training == [ ] then 1 else builtins.length training;
 }

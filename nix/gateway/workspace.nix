@@ -12,9 +12,10 @@
   source,
 }:
 let
+  # The trainer's own source: a gateway edit leaves it, and its cache entry, as it was.
   builder = import ../lib/builder.nix {
     inherit pkgs craneLib;
-    src = source.cargo;
+    src = source.trainer;
   };
   inherit (builder) buildWith commonArgs;
   stage = file: ../lib/stages + "/${file}";
@@ -85,6 +86,7 @@ in
     clippy = craneLib.mkCargoDerivation (
       plainArgs
       // {
+        src = source.lint;
         pnameSuffix = "-clippy";
         cargoArtifacts = plainDeps;
         doInstallCargoArtifacts = false;
@@ -95,7 +97,8 @@ in
       }
     );
     fmt = craneLib.cargoFmt {
-      inherit (commonArgs) src version;
+      inherit (commonArgs) version;
+      src = source.lint;
       pname = "gateway-workspace";
     };
   };

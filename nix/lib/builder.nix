@@ -53,6 +53,13 @@ let
           cargoExtraArgs = "--locked ${cargoExtraArgs}";
         }
         // pgoArgs
+        // {
+          # A stage's source holds only the crates it builds: the other workspace members
+          # get stub targets, so that cargo loads the workspace (stages/stub-crates.sh).
+          postUnpack = ''
+            STAGE_COMMON=${stage "common.sh"} bash ${stage "stub-crates.sh"} "$sourceRoot"
+          '';
+        }
         // (if cargoTarget == null then { } else { CARGO_BUILD_TARGET = cargoTarget; })
         // env;
       # Dependencies carry the same RUSTFLAGS (the hot path lives in hyper, tokio,

@@ -50,7 +50,8 @@
   runStage,
   hostTriple,
   tools,
-  workload,
+  workload ? null,
+  workloads ? null,
   binName ? "gateway",
   cargoExtraArgs ? "-p ${binName} --bin ${binName}",
   extraRustflags ? "",
@@ -76,15 +77,59 @@
 let
   stages = ./stages;
   common = stages + "/common.sh";
-  # What both profile stages pass: the workload and its contract.
-  workloadEnv = {
+  # One workload, trained in one derivation per profile stage, or named parts (`workloads`),
+  # trained one derivation per part and then merged (the stage scripts' PARTS mode): a
+  # builder farm trains parts in parallel, and a cache keeps every part whose inputs did not
+  # change.
+  parts =
+    if (workload == null) == (workloads == null) then
+      throw "mkPgoBoltChain ${binName}: give exactly one of `workload` (an executable) and `workloads` ({ <part> = executable; }, one training derivation per part)"
+    else if workloads == null then
+      null
+    else if workloads == { } then
+      throw "mkPgoBoltChain ${binName}: `workloads` names no part"
+    else
+      builtins.mapAttrs (
+        name: w:
+        if builtins.match "[A-Za-z0-9][A-Za-z0-9_-]*" name == null then
+          throw "mkPgoBoltChain ${binName}: workloads part name '${name}' is not [A-Za-z0-9_-]"
+        else
+          w
+      ) workloads;
+  workloadList = if parts == null then [ workload ] else builtins.attrValues parts;
+  # What both profile stages pass: a workload and its contract.
+  workloadEnv = w: {
     STAGE_COMMON = common;
     STAGE_WORKLOAD = stages + "/workload.sh";
-    WORKLOAD = workload;
+    WORKLOAD = w;
     BIN_NAME = binName;
     MIN_PROFILES = toString minProfiles;
     WORKLOAD_TIMEOUT = toString workloadTimeout;
   };
+  # train NAME ENV SCRIPT: the profile stage NAME, run on the workload or fanned out over the
+  # parts (NAME-<part> each, then NAME merges them; its `parts` are the part derivations).
+  train =
+    name: env: script:
+    if parts == null then
+      runStage name (workloadEnv workload // env) script
+    else
+      let
+        trainedParts = builtins.mapAttrs (
+          part: w: runStage "${name}-${part}" (workloadEnv w // env) script
+        ) parts;
+      in
+      runStage name (
+        env
+        // {
+          STAGE_COMMON = common;
+          STAGE_WORKLOAD = stages + "/workload.sh";
+          BIN_NAME = binName;
+          PARTS = toString (map (part: "${part}=${trainedParts.${part}}") (builtins.attrNames trainedParts));
+        }
+      ) script
+      // {
+        parts = trainedParts;
+      };
   stage = file: "bash ${stages + "/${file}"}";
   flags = rest: if extraRustflags == "" then rest else "${extraRustflags} ${rest}";
   # The store path that holds a file (the workload's package), or the string itself.
@@ -127,15 +172,12 @@ let
     rustflags = "-Cprofile-generate=/tmp/${binName}-pgo";
   };
 
-  trained = runStage "${binName}-profile" (
-    workloadEnv
-    // {
-      BIN = "${instrumented}/bin/${binName}";
-      LLVM_PROFDATA = tools.llvmProfdata;
-      READELF = tools.readelf;
-      MIN_PROFILE_BYTES = toString minProfileBytes;
-    }
-  ) (stage "pgo-profile.sh");
+  trained = train "${binName}-profile" {
+    BIN = "${instrumented}/bin/${binName}";
+    LLVM_PROFDATA = tools.llvmProfdata;
+    READELF = tools.readelf;
+    MIN_PROFILE_BYTES = toString minProfileBytes;
+  } (stage "pgo-profile.sh");
   profileDir = if profile == null then trained else profile;
 
   # --emit-relocs: BOLT reorders functions only in relocation mode. `@pgoProfile@`: the
@@ -174,16 +216,13 @@ let
     MAX_MISSING_PROFILES = toString maxMissingProfiles;
   } ''OUT_DIR="$out" ${stage "pgo-gate.sh"}'';
 
-  trainedBoltProfile = runStage "${binName}-bolt-profile" (
-    workloadEnv
-    // {
-      BIN = "${pgo}/bin/${binName}";
-      LLVM_BOLT = tools.llvmBolt;
-      BOLT_RT_LIB = tools.boltRuntimeLib;
-      MERGE_FDATA = tools.mergeFdata;
-      MIN_FDATA_BYTES = toString minFdataBytes;
-    }
-  ) (stage "bolt-profile.sh");
+  trainedBoltProfile = train "${binName}-bolt-profile" {
+    BIN = "${pgo}/bin/${binName}";
+    LLVM_BOLT = tools.llvmBolt;
+    BOLT_RT_LIB = tools.boltRuntimeLib;
+    MERGE_FDATA = tools.mergeFdata;
+    MIN_FDATA_BYTES = toString minFdataBytes;
+  } (stage "bolt-profile.sh");
   boltProfileDir = if boltProfile == null then trainedBoltProfile else boltProfile;
 
   pgoBolt = runStage "${binName}-pgo-bolt" {
@@ -220,15 +259,19 @@ let
       # Compared as strings only: without their context these paths need not be built (the
       # check must not force a plain build just to name it).
       FORBIDDEN = builtins.concatStringsSep " " (
-        map (p: builtins.unsafeDiscardStringContext (toString p)) [
-          instrumented
-          profileDir
-          pgoBuild
-          pgo
-          boltProfileDir
-          plain
-          (storePathOf workload)
-        ]
+        map (p: builtins.unsafeDiscardStringContext (toString p)) (
+          [
+            instrumented
+            profileDir
+            pgoBuild
+            pgo
+            boltProfileDir
+            plain
+          ]
+          ++ map storePathOf workloadList
+          ++ builtins.attrValues (trained.parts or { })
+          ++ builtins.attrValues (trainedBoltProfile.parts or { })
+        )
       );
     } "${stage "check-closure.sh"} && touch $out";
   }

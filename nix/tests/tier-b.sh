@@ -96,9 +96,17 @@ in builtins.concatStringsSep "\n" [
   ("plainFlags=[" + p.gateway.RUSTFLAGS + "]")
   ("profdata=" + p.gateway-profile.LLVM_PROFDATA)
   ("profileBin=" + p.gateway-profile.BIN)
-  ("profileWorkload=" + p.gateway-profile.WORKLOAD)
-  ("profileMin=" + p.gateway-profile.MIN_PROFILES)
-  ("boltWorkload=" + p.gateway-bolt-profile.WORKLOAD)
+  ("profileParts=" + toString (builtins.attrNames p.gateway-profile.parts))
+  ("boltParts=" + toString (builtins.attrNames p.gateway-bolt-profile.parts))
+  ("profilePARTS=" + p.gateway-profile.PARTS)
+  ("boltPARTS=" + p.gateway-bolt-profile.PARTS)
+  ("partPath=" + p.gateway-profile.parts.chat-nonstream-minimal.outPath)
+  ("boltPartPath=" + p.gateway-bolt-profile.parts.chat-nonstream-minimal.outPath)
+  ("profileWorkload=" + p.gateway-profile.parts.chat-nonstream-minimal.WORKLOAD)
+  ("profileMin=" + p.gateway-profile.parts.chat-nonstream-minimal.MIN_PROFILES)
+  ("profilePartBin=" + p.gateway-profile.parts.chat-nonstream-minimal.BIN)
+  ("boltWorkload=" + p.gateway-bolt-profile.parts.chat-nonstream-minimal.WORKLOAD)
+  ("boltPartBin=" + p.gateway-bolt-profile.parts.chat-nonstream-minimal.BIN)
   ("boltRt=" + p.gateway-bolt-profile.BOLT_RT_LIB)
   ("boltProfileBin=" + p.gateway-bolt-profile.BIN)
   ("boltFlags=" + p.gateway-pgo-bolt.BOLT_FLAGS)
@@ -156,13 +164,20 @@ expect "gateway-pgo-build deps' PGO_RUSTFLAGS (the binary's)" "${w[pgoDepsFlags]
 expect gateway.RUSTFLAGS "${w[plainFlags]}" "[]"
 expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
 expect gateway-profile.BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
-# The workload contract: both profile stages run the gateway's workload (`trainer workload`),
-# and expect one profile per training shape.
-expect gateway-profile.WORKLOAD "${w[profileWorkload]}" "-gateway-workload"
-[ "${w[profileWorkload]}" = "${w[boltWorkload]}" ] || fail "the profile stages run different workloads"
-training=$(grep -L -E '^holdout *= *true' "$repo"/shapes/*.toml | wc -l)
-[ "${w[profileMin]}" = "$training" ] || fail "MIN_PROFILES is ${w[profileMin]}, not the $training training shapes"
-echo "  ok: MIN_PROFILES = $training training shapes"
+# The workload contract, fanned out: both profile stages train one derivation per training
+# shape (`trainer workload` over a directory holding that shape alone), each expecting one
+# profile, and merge them (PARTS: every part, by its store path).
+training=$(grep -L -E '^holdout *= *true' "$repo"/shapes/*.toml | xargs -n1 basename | sed 's/\.toml$//' | sort | tr '\n' ' ')
+[ "${w[profileParts]} " = "$training" ] || fail "gateway-profile's parts are [${w[profileParts]}], not the training shapes [$training]"
+[ "${w[boltParts]} " = "$training" ] || fail "gateway-bolt-profile's parts are [${w[boltParts]}], not the training shapes [$training]"
+echo "  ok: one PGO and one BOLT training part per training shape ($(echo $training | wc -w))"
+expect gateway-profile.PARTS "${w[profilePARTS]}" "chat-nonstream-minimal=${w[partPath]}"
+expect gateway-bolt-profile.PARTS "${w[boltPARTS]}" "chat-nonstream-minimal=${w[boltPartPath]}"
+expect "a PGO part's WORKLOAD" "${w[profileWorkload]}" "-gateway-workload-chat-nonstream-minimal"
+[ "${w[profileWorkload]}" = "${w[boltWorkload]}" ] || fail "a shape's PGO and BOLT parts run different workloads"
+[ "${w[profileMin]}" = 1 ] || fail "a part's MIN_PROFILES is ${w[profileMin]}, not 1 (one gateway lifetime)"
+expect "a PGO part's BIN" "${w[profilePartBin]}" "${w[instrumented]}/bin/gateway"
+expect "a BOLT part's BIN" "${w[boltPartBin]}" "${w[pgo]}/bin/gateway"
 expect gateway-bolt-profile.BOLT_RT_LIB "${w[boltRt]}" "stub-bolt-22/lib/libbolt_rt_instr.a"
 expect gateway-bolt-profile.BIN "${w[boltProfileBin]}" "${w[pgo]}/bin/gateway"
 expect gateway-pgo-bolt.BOLT_FLAGS "${w[boltFlags]}" "-icf=all"
@@ -204,6 +219,37 @@ if retired=$(nix eval "${nixf[@]}" --impure --json "$flake#lib" --apply "lib: (l
 fi
 expect "mkPgoBoltChain with trainCommand" "$retired" "unexpected argument 'trainCommand'"
 
+echo "== lib.mkPgoBoltChain fanned out: workloads = { <part> = executable; }"
+out=$(ev --impure --json "$flake#lib" --apply "lib:
+  let
+    c = lib.mkPgoBoltChain {
+      pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+      src = builtins.toFile \"src\" \"x\";
+      binName = \"other\";
+      workloads = { small = \"/bin/true\"; large = \"/bin/false\"; };
+    };
+  in [ (builtins.attrNames c.other-profile.parts) c.other-profile.parts.large.WORKLOAD
+       c.other-bolt-profile.parts.small.WORKLOAD c.other-profile.PARTS c.other-bolt-profile.PARTS
+       c.other-profile.parts.small.name c.other-bolt-profile.parts.large.name
+       (c.other-profile ? WORKLOAD) ]")
+echo "  $out" | cut -c1-300
+expect "fanned-out chain" "$out" '[["large","small"],"/bin/false","/bin/true","large=/nix/store/'
+expect "fanned-out chain" "$out" '"other-profile-small","other-bolt-profile-large",false]'
+expect "fanned-out chain" "$out" "-other-bolt-profile-large small=/nix/store/"
+for bad in "" "workloads = { a = \"/bin/true\"; };" "workloads = { };" "workloads = { \"a b\" = \"/bin/true\"; }; workload = null;"; do
+  if refused=$(nix eval "${nixf[@]}" --impure --json "$flake#lib" --apply "lib: (lib.mkPgoBoltChain {
+      pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+      src = builtins.toFile \"src\" \"x\"; binName = \"other\";
+      $( [ -n "$bad" ] && [ "${bad#*workload = null}" = "$bad" ] && [ "$bad" != "workloads = { };" ] && echo 'workload = "/bin/true";' ) $bad
+    }).other-profile.drvPath" 2>&1); then
+    fail "mkPgoBoltChain accepted [${bad:-no workload}]"
+  fi
+  case $refused in
+    *"give exactly one of"* | *"names no part"* | *"is not [A-Za-z0-9_-]"*) echo "  ok: refused [${bad:-no workload}]: $(printf '%s' "$refused" | grep -oE "(give exactly one of|names no part|is not \[A-Za-z0-9_-\])" | head -n1)" ;;
+    *) fail "mkPgoBoltChain [${bad:-no workload}] failed otherwise: $refused" ;;
+  esac
+done
+
 echo "== lib.gatewayChain from a release's published profiles (lib.publishedProfiles)"
 out=$(ev --impure --json "$flake#lib" --apply "lib:
   let
@@ -236,11 +282,12 @@ echo "== lib.gatewayChain on the user's own shapes (nix/tests/fixtures/user-shap
 user_shapes="$repo/nix/tests/fixtures/user-shapes"
 out=$(ev --impure --json "$flake#lib" --apply "lib:
   let c = lib.gatewayChain \"x86_64-linux\" { shapes = $user_shapes; };
-  in [ c.gateway-profile.MIN_PROFILES c.gateway-profile.WORKLOAD c.gateway-pgo-bolt.drvPath
+  in [ (toString (builtins.length (builtins.attrNames c.gateway-profile.parts)))
+       c.gateway-profile.parts.triage-chat.WORKLOAD c.gateway-pgo-bolt.drvPath
        c.checks.holdout.drvPath ]") || fail "lib.gatewayChain with the user's shapes does not evaluate"
 echo "  $out" | cut -c1-300
 expect "gatewayChain { shapes }" "$out" '["3",'
-expect "gatewayChain { shapes }" "$out" "-gateway-workload"
+expect "gatewayChain { shapes }" "$out" "-gateway-workload-triage-chat"
 [ "$(printf '%s' "$out" | grep -o '"/nix/store/[^"]*gateway-pgo-bolt.drv"')" != "\"${w[pgoBolt]}\"" ] ||
   fail "the user's shapes give the same gateway-pgo-bolt as shapes/"
 holdout_drv=$(printf '%s' "$out" | grep -oE '/nix/store/[^"]*-gateway-check-holdout.drv')
@@ -291,5 +338,8 @@ checks=$(nix eval "${tplf[@]}" --json "path:$tpl#checks.x86_64-linux" --apply 'b
   fail "the template's checks do not evaluate"
 }
 expect "template checks" "$checks" '"closure","pgo-proof"'
+
+echo "== the edit matrix: what an edit rebuilds"
+"$repo/nix/tests/edit-matrix.sh"
 
 echo "tier b: PASS in $(($(date +%s) - t0)) s"

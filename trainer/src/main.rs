@@ -53,6 +53,11 @@ struct ShapesArgs {
     /// The shapes directory.
     #[arg(long, default_value = "shapes")]
     shapes: PathBuf,
+    /// The directory is one part of a training fanned out over parts (one shape each, as the
+    /// Nix chain trains): every shape in it must train. Without it, the whole set must hold
+    /// exactly one holdout shape.
+    #[arg(long)]
+    part: bool,
 }
 
 #[derive(Args)]
@@ -147,7 +152,14 @@ fn run_shapes(args: ShapesArgs) -> Result<(), Error> {
         all.len(),
         all.len() - holdouts
     );
-    if holdouts != 1 {
+    if args.part && holdouts != 0 {
+        return Err(format!(
+            "{}: a training part holds {holdouts} holdout shape(s): a holdout never trains",
+            args.shapes.display()
+        )
+        .into());
+    }
+    if !args.part && holdouts != 1 {
         return Err(format!("expected exactly one holdout shape, found {holdouts}").into());
     }
     Ok(())

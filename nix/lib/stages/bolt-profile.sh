@@ -4,6 +4,10 @@
 # contract: workload.sh) against it, checks the files, merges them with merge-fdata and writes
 # <BIN_NAME>.fdata with its manifest. Fail-closed like pgo-profile.sh.
 #
+# With PARTS set it is the merge of a fanned-out training (chain.nix `workloads`), as in
+# pgo-profile.sh: each part this stage's output for one part of the workload, all trained on
+# one PGO binary (their pgo_bin_sha256 agree), merged with merge-fdata and checked the same way.
+#
 # Environment:
 #   STAGE_COMMON     path of common.sh
 #   STAGE_WORKLOAD   path of workload.sh
@@ -18,6 +22,8 @@
 #   MIN_FDATA_BYTES  smallest acceptable .fdata (default 64)
 #   WORKLOAD_TIMEOUT seconds (default 3600)
 #   OUT_DIR          where the fdata and manifest.json go (defaults to $out)
+#   PARTS            merge mode: "NAME=DIR ..." (each DIR a part's output); then only
+#                    STAGE_COMMON, BIN_NAME, MERGE_FDATA and OUT_DIR are read
 set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
@@ -26,11 +32,7 @@ set -euo pipefail
 STAGE_NAME=${STAGE_NAME:-bolt-profile}
 stage_start
 
-need_exe WORKLOAD "${WORKLOAD:-}"
-need_exe BIN "${BIN:-}"
-need_exe LLVM_BOLT "${LLVM_BOLT:-}"
 need_exe MERGE_FDATA "${MERGE_FDATA:-}"
-nonempty "${BOLT_RT_LIB:-/nonexistent}" "BOLT runtime library"
 need_var BIN_NAME
 OUT_DIR=${OUT_DIR:-${out:-}}
 need_var OUT_DIR
@@ -38,33 +40,50 @@ min_profiles=${MIN_PROFILES:-1}
 min_bytes=${MIN_FDATA_BYTES:-64}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bolt-profile.XXXXXX")
-mkdir -p "$work/pgo" "$work/bin" "$work/fdata"
-# Copy first: the instrumented binary must not name a store path of its input. The workload
-# gets it under the binary's own name (argv[0] and usage texts stay the same).
-cp "$BIN" "$work/pgo/$BIN_NAME"
-chmod u+w "$work/pgo/$BIN_NAME"
-# The runtime writes <prefix>.<pid>.fdata at a normal exit; it does not create the directory.
-# exec -a: llvm-bolt records argv[0] in .note.bolt_info; keep store paths out of it.
-(cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" "pgo/$BIN_NAME" -o "bin/$BIN_NAME" \
-  -instrument \
-  --runtime-instrumentation-lib="$BOLT_RT_LIB" \
-  -instrumentation-file="$work/fdata/$BIN_NAME" \
-  -instrumentation-file-append-pid) >"$work/instrument.log" 2>&1 || {
-  cat "$work/instrument.log" >&2
-  die "llvm-bolt -instrument failed"
-}
-tail -n 3 "$work/instrument.log" >&2
+inputs=()
+part_fields=()
+if [ -n "${PARTS:-}" ]; then
+  read_parts fdata pgo_bin_sha256 min_fdata_bytes
+  pgo_sha=$part_bin_sha
+  workload_name=$part_workloads
+  min_profiles=$part_min_profiles
+  min_bytes=$part_min_bytes
+else
+  need_exe WORKLOAD "${WORKLOAD:-}"
+  need_exe BIN "${BIN:-}"
+  need_exe LLVM_BOLT "${LLVM_BOLT:-}"
+  nonempty "${BOLT_RT_LIB:-/nonexistent}" "BOLT runtime library"
+  mkdir -p "$work/pgo" "$work/bin" "$work/fdata"
+  # Copy first: the instrumented binary must not name a store path of its input. The workload
+  # gets it under the binary's own name (argv[0] and usage texts stay the same).
+  cp "$BIN" "$work/pgo/$BIN_NAME"
+  chmod u+w "$work/pgo/$BIN_NAME"
+  pgo_sha=$(sha256_of "$work/pgo/$BIN_NAME")
+  workload_name=$(scrub_store "$WORKLOAD")
+  # The runtime writes <prefix>.<pid>.fdata at a normal exit; it does not create the directory.
+  # exec -a: llvm-bolt records argv[0] in .note.bolt_info; keep store paths out of it.
+  (cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" "pgo/$BIN_NAME" -o "bin/$BIN_NAME" \
+    -instrument \
+    --runtime-instrumentation-lib="$BOLT_RT_LIB" \
+    -instrumentation-file="$work/fdata/$BIN_NAME" \
+    -instrumentation-file-append-pid) >"$work/instrument.log" 2>&1 || {
+    cat "$work/instrument.log" >&2
+    die "llvm-bolt -instrument failed"
+  }
+  tail -n 3 "$work/instrument.log" >&2
 
-run_workload "$WORKLOAD" "$work/bin/$BIN_NAME" "$work/run"
+  run_workload "$WORKLOAD" "$work/bin/$BIN_NAME" "$work/run"
 
-shopt -s nullglob
-raw=("$work/fdata/$BIN_NAME".*.fdata)
-shopt -u nullglob
-raw_bytes=$(check_profile_files .fdata "$min_profiles" "$min_bytes" "${raw[@]}")
+  shopt -s nullglob
+  inputs=("$work/fdata/$BIN_NAME".*.fdata)
+  shopt -u nullglob
+  raw_bytes=$(check_profile_files .fdata "$min_profiles" "$min_bytes" "${inputs[@]}")
+  raw_count=${#inputs[@]}
+fi
 
 mkdir -p "$work/out"
 merged="$work/out/$BIN_NAME.fdata"
-"$MERGE_FDATA" "${raw[@]}" -o "$merged" >"$work/merge.log" 2>&1 || {
+"$MERGE_FDATA" "${inputs[@]}" -o "$merged" >"$work/merge.log" 2>&1 || {
   cat "$work/merge.log" >&2
   die "merge-fdata failed"
 }
@@ -79,19 +98,20 @@ functions=$(awk '$1 == "1" { f[$2] = 1 } $4 == "1" { f[$5] = 1 } END { n = 0; fo
 # input's, so a published or cached fdata cannot be applied to another PGO build unnoticed.
 json_object "$work/out/manifest.json" \
   kind '"bolt"' \
-  pgo_bin_sha256 "$(json_str "$(sha256_of "$work/pgo/$BIN_NAME")")" \
+  pgo_bin_sha256 "$(json_str "$pgo_sha")" \
   binary "$(json_str "$BIN_NAME")" \
-  workload "$(json_str "$(scrub_store "$WORKLOAD")")" \
+  workload "$(json_str "$workload_name")" \
   tool '"merge-fdata"' \
   min_profiles "$min_profiles" \
   min_fdata_bytes "$min_bytes" \
-  raw_files "${#raw[@]}" \
+  raw_files "$raw_count" \
   raw_bytes "$raw_bytes" \
   merged_file "$(json_str "$BIN_NAME.fdata")" \
   merged_bytes "$(bytes_of "$merged")" \
   merged_sha256 "$(json_str "$(sha256_of "$merged")")" \
-  functions "$functions"
-note "fdata: ${#raw[@]} files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $functions functions"
+  functions "$functions" \
+  "${part_fields[@]}"
+note "fdata: $raw_count files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $functions functions"
 
 mkdir -p "$OUT_DIR"
 mv "$merged" "$work/out/manifest.json" "$OUT_DIR/"

@@ -47,3 +47,50 @@ check_profile_files() {
   done
   printf '%s\n' "$total"
 }
+
+# read_parts EXT BIN_KEY BYTES_KEY: the merge mode of pgo-profile.sh and bolt-profile.sh.
+# PARTS is "NAME=DIR ...", each DIR that stage's own output for one part of a fanned-out
+# workload (chain.nix `workloads`): <BIN_NAME>.EXT and its manifest.json. Each part must be
+# whole (its file's sha256 is its manifest's merged_sha256) and all must come from one binary
+# (the manifests' BIN_KEY agree): else it dies naming the part. Sets inputs (the parts' files),
+# raw_count and raw_bytes (the sums of the parts' raw_files and raw_bytes), part_fields
+# (part_<NAME>_sha256 for the manifest, with parts and part_names), part_workloads,
+# part_bin_sha, part_binary_llvm, part_min_profiles (the sum of the parts' floors) and
+# part_min_bytes (BYTES_KEY, the largest).
+read_parts() {
+  local ext=$1 bin_key=$2 bytes_key=$3 entry name dir file manifest sha n names=""
+  raw_count=0 raw_bytes=0 part_workloads="" part_bin_sha="" part_binary_llvm=""
+  part_min_profiles=0 part_min_bytes=0
+  for entry in $PARTS; do
+    name=${entry%%=*}
+    dir=${entry#*=}
+    { [ -n "$name" ] && [ "$dir" != "$entry" ]; } || die "PARTS entry '$entry' is not NAME=DIR"
+    file="$dir/$BIN_NAME.$ext"
+    manifest="$dir/manifest.json"
+    nonempty "$file" "part $name's profile"
+    nonempty "$manifest" "part $name's manifest"
+    sha=$(sha256_of "$file")
+    [ "$(json_strval merged_sha256 "$manifest")" = "$sha" ] ||
+      die "part $name: its $BIN_NAME.$ext is not the one its manifest names (merged_sha256)"
+    if [ -z "$part_bin_sha" ]; then
+      part_bin_sha=$(json_strval "$bin_key" "$manifest")
+      [ -n "$part_bin_sha" ] || die "part $name: its manifest names no $bin_key"
+    elif [ "$(json_strval "$bin_key" "$manifest")" != "$part_bin_sha" ]; then
+      die "part $name was trained on another binary than the other parts ($bin_key differs)"
+    fi
+    [ -n "$part_binary_llvm" ] || part_binary_llvm=$(json_strval binary_llvm "$manifest")
+    n=$(json_num raw_files "$manifest")
+    [ "${n:-0}" -gt 0 ] || die "part $name: its manifest records no raw files"
+    raw_count=$((raw_count + n))
+    raw_bytes=$((raw_bytes + $(json_num raw_bytes "$manifest")))
+    part_min_profiles=$((part_min_profiles + $(json_num min_profiles "$manifest")))
+    n=$(json_num "$bytes_key" "$manifest")
+    [ "$n" -le "$part_min_bytes" ] || part_min_bytes=$n
+    part_workloads="${part_workloads:+$part_workloads }$(json_strval workload "$manifest")"
+    names="${names:+$names }$name"
+    inputs+=("$file")
+    part_fields+=("part_${name}_sha256" "$(json_str "$sha")")
+  done
+  [ "${#inputs[@]}" -gt 0 ] || die "PARTS names no part"
+  part_fields=(parts "${#inputs[@]}" part_names "$(json_str "$names")" "${part_fields[@]}")
+}

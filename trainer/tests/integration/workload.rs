@@ -427,3 +427,42 @@ fn sigterm_kills_the_running_gateway_and_fails() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// `trainer shapes --part`: a part of a fanned-out training (one shape, as nix/gateway trains
+/// them) passes without a holdout and is refused holding one; the whole set still needs
+/// exactly one holdout.
+#[test]
+fn shapes_part_trains_every_shape_it_holds() {
+    let case = Case::new("part");
+    let shapes = |extra: &[&str]| {
+        Command::new(TRAINER)
+            .arg("shapes")
+            .arg("--shapes")
+            .arg(case.shapes())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The case holds one holdout: fine as a whole, refused as a part.
+    succeeded(&shapes(&[]));
+    let out = shapes(&["--part"]);
+    assert!(!out.status.success(), "a part holding a holdout passed");
+    assert!(
+        stderr(&out).contains("a training part holds 1 holdout shape(s)"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(case.shapes().join("responses-stream-mid.toml")).unwrap();
+    std::fs::remove_file(case.shapes().join("messages-stream-mid.toml")).unwrap();
+    succeeded(&shapes(&["--part"]));
+    let out = shapes(&[]);
+    assert!(
+        !out.status.success(),
+        "a whole set without a holdout passed"
+    );
+    assert!(
+        stderr(&out).contains("expected exactly one holdout shape, found 0"),
+        "{}",
+        stderr(&out)
+    );
+}
