@@ -101,7 +101,7 @@ for t in "${tiers[@]}"; do
     agents) tier agents tests/agents/run.sh ;;
     chain-local) tier chain-local scripts/chain-local.sh "$repo/out/chain-local" ;;
     crane-real) tier crane-real nix/tests/crane-real.sh ;;
-    nix) tier nix nix/tests/run-all.sh a b c d ;;
+    nix) tier nix nix/tests/run-all.sh a b c d e ;;
     # Both reuse tier c's outputs (out/tier-c): no second build of the chain.
     bench) tier bench scripts/bench-ci.sh "$repo/out/tier-c" ;;
     release) tier release nix/tests/release-tests.sh "$repo/out/tier-c" ;;

@@ -10,11 +10,12 @@
 #   trainer   the trainer package (bin/trainer)
 #   shapes    the shapes directory
 #
-# Returns { workload, minProfiles, workloads, validatedShapes }: the executable's path over all shapes and the
-# number of training shapes (shapes without `holdout = true`: each runs one gateway process,
-# which writes one profile); and `workloads`, the same workload fanned out, one per training
-# shape (the chain's `workloads`: one training derivation each, then a merge), each on a
-# directory cut to that shape's file and its body, so that editing one shape retrains one.
+# Returns { workload, minProfiles, workloads, validatedShapes }: the executable's path over all
+# shapes and the number of training shapes (shapes without `holdout = true`: each runs one
+# gateway process, which writes one profile); `workloads`, the same workload fanned out, one
+# per training shape (the chain's `workloads`: one training derivation each, then a merge),
+# each on a directory cut to that shape's file and its body, so that editing one shape
+# retrains one; and the whole set as `trainer shapes` validated it (the holdout gate's).
 {
   pkgs,
   runStage,
@@ -42,8 +43,10 @@ let
         let
           r = rel path;
         in
-        r == file || r == body || builtins.substring 0 (builtins.stringLength r + 1) body == r + "/";
+        r == file || r == body || under r body;
     };
+  # path p lies below directory d
+  under = d: p: builtins.substring 0 (builtins.stringLength d + 1) p == d + "/";
   stem = file: builtins.head (builtins.match "(.*)\\.toml" file);
   # The shapes a workload reads are a copy that `trainer shapes` validated first: the whole
   # set (exactly one holdout), or one part (`--part`: a shape that trains).

@@ -9,17 +9,8 @@
 # Usage: nix/tests/edit-matrix.sh   (called by tier-b.sh; the same stub inputs)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-stubs="$repo/nix/tests/stubs"
-nixf=(
-  --extra-experimental-features 'nix-command flakes'
-  --option substituters ''
-  --option build-users-group ''
-  --no-write-lock-file
-  --override-input nixpkgs "path:$stubs/nixpkgs"
-  --override-input crane "path:$repo/nix/host/crane"
-  --override-input fenix "path:$stubs/fenix"
-  --override-input fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
-)
+# shellcheck source=stub-inputs.sh
+. "$repo/nix/tests/stub-inputs.sh"
 fail() {
   echo "edit matrix: FAIL: $*" >&2
   exit 1

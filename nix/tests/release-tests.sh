@@ -124,17 +124,8 @@ fi
 
 ###########################################################################################
 section "stub tier"
-stubs="$repo/nix/tests/stubs"
-nixf=(
-  --extra-experimental-features 'nix-command flakes'
-  --option substituters ''
-  --option build-users-group ''
-  --no-write-lock-file
-  --override-input nixpkgs "path:$stubs/nixpkgs"
-  --override-input crane "path:$repo/nix/host/crane"
-  --override-input fenix "path:$stubs/fenix"
-  --override-input fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
-)
+# shellcheck source=stub-inputs.sh
+. "$repo/nix/tests/stub-inputs.sh"
 for system in x86_64-linux aarch64-linux; do
   # One evaluation per output set; the wiring is then checked on the JSON.
   if nix eval "${nixf[@]}" --json "git+file://$repo#packages.$system" --apply "p: let

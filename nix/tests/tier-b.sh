@@ -7,17 +7,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 t0=$(date +%s)
-stubs="$repo/nix/tests/stubs"
-nixf=(
-  --extra-experimental-features 'nix-command flakes'
-  --option substituters ''
-  --option build-users-group ''
-  --no-write-lock-file
-  --override-input nixpkgs "path:$stubs/nixpkgs"
-  --override-input crane "path:$repo/nix/host/crane"
-  --override-input fenix "path:$stubs/fenix"
-  --override-input fenix/rust-analyzer-src "path:$stubs/rust-analyzer-src"
-)
+# shellcheck source=stub-inputs.sh
+. "$repo/nix/tests/stub-inputs.sh"
 # A git flake sees tracked files only (and never target/): stage new files with `git add`.
 flake="git+file://$repo"
 fail() {

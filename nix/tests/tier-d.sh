@@ -7,7 +7,8 @@
 #   4. a profile trained on another source        -> gateway-pgo fails on `hash mismatch`
 # and, without a build, the workload contract of the profile stages on fabricated workloads
 # (too few profile files, one under the floor, one llvm-profdata cannot read, a hung workload,
-# a BOLT-instrumented binary that never ran), the gates of the stage scripts on fabricated
+# a BOLT-instrumented binary that never ran), the merge of training parts (a torn part, parts
+# of two binaries, a malformed PARTS entry), the gates of the stage scripts on fabricated
 # inputs: the PGO gate on
 # an unreadable, empty or mismatched profile and a log with `hash mismatch` (rustc only warns
 # and builds plain), on what a toolchain bump changes (a profile of another LLVM, missing
@@ -288,6 +289,37 @@ profile_stage pgo-profile.sh one-run BIN="$instrumented" MIN_PROFILES=1 || {
 }
 grep -q '"raw_files": 1,' "$wl_dir/out-one-run/manifest.json" || fail "one-run: manifest lacks raw_files 1"
 echo "  ok: one run -> gateway.profdata + manifest.json ($(grep -oE '"functions(_executed)?": [0-9]+' "$wl_dir/out-one-run/manifest.json" | paste -sd ' '))"
+
+# The merge of a fanned-out training (PARTS): two whole parts merge, summed; a part whose file
+# is not its manifest's, parts of two binaries, or a malformed entry fail, leaving nothing.
+for p in a b; do cp -R "$wl_dir/out-one-run" "$wl_dir/part-$p"; done
+profile_stage pgo-profile.sh merged PARTS="a=$wl_dir/part-a b=$wl_dir/part-b" || {
+  cat "$wl_dir/merged.log"
+  fail "pgo-profile.sh refused to merge two whole parts"
+}
+for want in '"raw_files": 2,' '"parts": 2,' '"part_a_sha256": "'; do
+  grep -q "$want" "$wl_dir/out-merged/manifest.json" || {
+    cat "$wl_dir/out-merged/manifest.json"
+    fail "the merged manifest lacks $want"
+  }
+done
+echo "  ok: two parts -> one profile ($(grep -oE '"(raw_files|parts)": [0-9]+' "$wl_dir/out-merged/manifest.json" | paste -sd ' '))"
+cp -R "$wl_dir/part-b" "$wl_dir/part-torn"
+head -c 100 "$wl_dir/part-a/gateway.profdata" >"$wl_dir/part-torn/gateway.profdata"
+expect_workload_failure pgo-profile.sh merge-torn "part torn: its gateway.profdata is not the one its manifest names" \
+  PARTS="a=$wl_dir/part-a torn=$wl_dir/part-torn"
+cp -R "$wl_dir/part-b" "$wl_dir/part-other"
+sed -i -E 's/("binary_sha256": ")[0-9a-f]{8}/\100000000/' "$wl_dir/part-other/manifest.json"
+expect_workload_failure pgo-profile.sh merge-other-binary "part other was trained on another binary" \
+  PARTS="a=$wl_dir/part-a other=$wl_dir/part-other"
+expect_workload_failure pgo-profile.sh merge-malformed "PARTS entry '$wl_dir/part-a' is not NAME=DIR" \
+  PARTS="$wl_dir/part-a"
+bolt_dir=$(readlink -f "$tier_c/result-gateway-bolt-profile")
+cp -R "$bolt_dir" "$wl_dir/bolt-part-other"
+chmod -R u+w "$wl_dir/bolt-part-other"
+sed -i -E 's/("pgo_bin_sha256": ")[0-9a-f]{8}/\100000000/' "$wl_dir/bolt-part-other/manifest.json"
+expect_workload_failure bolt-profile.sh bolt-merge-other-binary "part other was trained on another binary" \
+  PARTS="a=$bolt_dir other=$wl_dir/bolt-part-other"
 
 # ---- the crane stand-in behaves as crane where our builds depend on it (nix/tests/standin-phases.nix) ----
 standin() {

@@ -44,10 +44,6 @@ inputs=()
 part_fields=()
 if [ -n "${PARTS:-}" ]; then
   read_parts fdata pgo_bin_sha256 min_fdata_bytes
-  pgo_sha=$part_bin_sha
-  workload_name=$part_workloads
-  min_profiles=$part_min_profiles
-  min_bytes=$part_min_bytes
 else
   need_exe WORKLOAD "${WORKLOAD:-}"
   need_exe BIN "${BIN:-}"
@@ -58,7 +54,7 @@ else
   # gets it under the binary's own name (argv[0] and usage texts stay the same).
   cp "$BIN" "$work/pgo/$BIN_NAME"
   chmod u+w "$work/pgo/$BIN_NAME"
-  pgo_sha=$(sha256_of "$work/pgo/$BIN_NAME")
+  bin_sha=$(sha256_of "$work/pgo/$BIN_NAME")
   workload_name=$(scrub_store "$WORKLOAD")
   # The runtime writes <prefix>.<pid>.fdata at a normal exit; it does not create the directory.
   # exec -a: llvm-bolt records argv[0] in .note.bolt_info; keep store paths out of it.
@@ -98,7 +94,7 @@ functions=$(awk '$1 == "1" { f[$2] = 1 } $4 == "1" { f[$5] = 1 } END { n = 0; fo
 # input's, so a published or cached fdata cannot be applied to another PGO build unnoticed.
 json_object "$work/out/manifest.json" \
   kind '"bolt"' \
-  pgo_bin_sha256 "$(json_str "$pgo_sha")" \
+  pgo_bin_sha256 "$(json_str "$bin_sha")" \
   binary "$(json_str "$BIN_NAME")" \
   workload "$(json_str "$workload_name")" \
   tool '"merge-fdata"' \

@@ -48,11 +48,6 @@ inputs=()
 part_fields=()
 if [ -n "${PARTS:-}" ]; then
   read_parts profdata binary_sha256 min_profile_bytes
-  bin_sha=$part_bin_sha
-  binary_llvm=$part_binary_llvm
-  workload_name=$part_workloads
-  min_profiles=$part_min_profiles
-  min_bytes=$part_min_bytes
 else
   need_exe WORKLOAD "${WORKLOAD:-}"
   need_exe BIN "${BIN:-}"

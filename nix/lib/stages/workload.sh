@@ -52,15 +52,14 @@ check_profile_files() {
 # PARTS is "NAME=DIR ...", each DIR that stage's own output for one part of a fanned-out
 # workload (chain.nix `workloads`): <BIN_NAME>.EXT and its manifest.json. Each part must be
 # whole (its file's sha256 is its manifest's merged_sha256) and all must come from one binary
-# (the manifests' BIN_KEY agree): else it dies naming the part. Sets inputs (the parts' files),
-# raw_count and raw_bytes (the sums of the parts' raw_files and raw_bytes), part_fields
-# (part_<NAME>_sha256 for the manifest, with parts and part_names), part_workloads,
-# part_bin_sha, part_binary_llvm, part_min_profiles (the sum of the parts' floors) and
-# part_min_bytes (BYTES_KEY, the largest).
+# (the manifests' BIN_KEY agree): else it dies naming the part. Sets what the stage's manifest
+# says of its inputs: inputs (the parts' files), raw_count and raw_bytes (the sums of the
+# parts' raw_files and raw_bytes), part_fields (part_<NAME>_sha256, with parts and
+# part_names), workload_name (the parts' workloads), bin_sha, binary_llvm (PGO only),
+# min_profiles (the sum of the parts' floors) and min_bytes (BYTES_KEY, the largest).
 read_parts() {
   local ext=$1 bin_key=$2 bytes_key=$3 entry name dir file manifest sha n names=""
-  raw_count=0 raw_bytes=0 part_workloads="" part_bin_sha="" part_binary_llvm=""
-  part_min_profiles=0 part_min_bytes=0
+  raw_count=0 raw_bytes=0 workload_name="" bin_sha="" binary_llvm="" min_profiles=0 min_bytes=0
   for entry in $PARTS; do
     name=${entry%%=*}
     dir=${entry#*=}
@@ -72,21 +71,22 @@ read_parts() {
     sha=$(sha256_of "$file")
     [ "$(json_strval merged_sha256 "$manifest")" = "$sha" ] ||
       die "part $name: its $BIN_NAME.$ext is not the one its manifest names (merged_sha256)"
-    if [ -z "$part_bin_sha" ]; then
-      part_bin_sha=$(json_strval "$bin_key" "$manifest")
-      [ -n "$part_bin_sha" ] || die "part $name: its manifest names no $bin_key"
-    elif [ "$(json_strval "$bin_key" "$manifest")" != "$part_bin_sha" ]; then
+    if [ -z "$bin_sha" ]; then
+      bin_sha=$(json_strval "$bin_key" "$manifest")
+      [ -n "$bin_sha" ] || die "part $name: its manifest names no $bin_key"
+    elif [ "$(json_strval "$bin_key" "$manifest")" != "$bin_sha" ]; then
       die "part $name was trained on another binary than the other parts ($bin_key differs)"
     fi
-    [ -n "$part_binary_llvm" ] || part_binary_llvm=$(json_strval binary_llvm "$manifest")
+    # PGO manifests only (a BOLT manifest has none: empty).
+    [ -n "$binary_llvm" ] || binary_llvm=$(json_strval binary_llvm "$manifest" || true)
     n=$(json_num raw_files "$manifest")
     [ "${n:-0}" -gt 0 ] || die "part $name: its manifest records no raw files"
     raw_count=$((raw_count + n))
     raw_bytes=$((raw_bytes + $(json_num raw_bytes "$manifest")))
-    part_min_profiles=$((part_min_profiles + $(json_num min_profiles "$manifest")))
+    min_profiles=$((min_profiles + $(json_num min_profiles "$manifest")))
     n=$(json_num "$bytes_key" "$manifest")
-    [ "$n" -le "$part_min_bytes" ] || part_min_bytes=$n
-    part_workloads="${part_workloads:+$part_workloads }$(json_strval workload "$manifest")"
+    [ "$n" -le "$min_bytes" ] || min_bytes=$n
+    workload_name="${workload_name:+$workload_name }$(json_strval workload "$manifest")"
     names="${names:+$names }$name"
     inputs+=("$file")
     part_fields+=("part_${name}_sha256" "$(json_str "$sha")")

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Tier e: the binary-cache round trip. Tier c's chain (every stage and every training part) is
+# copied to a signed file:// binary cache; a fresh, empty Nix store that trusts the cache's key
+# then
+#   1. substitutes every stage with nothing built (`--dry-run` says so), and really fetches
+#      the optimized gateway, byte for byte tier c's;
+#   2. refuses the same cache under another key (nothing substitutes: it would build all);
+#   3. after a one-shape edit, would build only that shape's PGO training, the merge and the
+#      stages after it (the PGO build, the gate, the BOLT training parts, BOLT), fetching the
+#      instrumented build and every other shape's training; and does build the edited profile
+#      for real: one part trained, the other parts substituted, merged.
+# Reuses tier c's store paths: run tier c first.
+#
+# Usage: nix/tests/tier-e.sh [TIER_C_OUTDIR]   (default ./out/tier-c)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+tier_c=${1:-$repo/out/tier-c}
+t0=$(date +%s)
+fail() {
+  echo "tier e: FAIL: $*" >&2
+  exit 1
+}
+. "$repo/scripts/chain-host-env.sh"
+[ -e "$tier_c/result-gateway-pgo-bolt" ] || fail "run tier c first (no $tier_c/result-gateway-pgo-bolt)"
+work=$(mktemp -d /var/tmp/tier-e.XXXXXX)
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+nixc=(--extra-experimental-features nix-command)
+stages="trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt"
+chain_attrs=()
+for a in $stages; do chain_attrs+=(-A "$a"); done
+
+echo "== the chain into a signed file:// cache"
+nix-store --generate-binary-cache-key tier-e-1 "$work/key.sec" "$work/key.pub"
+nix-store --generate-binary-cache-key tier-e-other "$work/other.sec" "$work/other.pub"
+cache="file://$work/cache"
+# The outputs of every stage and every training part, as tier c built them.
+# shellcheck disable=SC2086 # a word list
+stage_list=$(printf '"%s" ' $stages)
+paths=$(nix eval "${nixc[@]}" --raw -f "$repo/nix/host/chain.nix" "${host_nix_args[@]}" --apply "c: toString (
+  map (a: c.\${a}.outPath) [ $stage_list ]
+  ++ map (p: p.outPath) (builtins.attrValues c.gateway-profile.parts ++ builtins.attrValues c.gateway-bolt-profile.parts))") ||
+  fail "the chain does not evaluate"
+for p in $paths; do nix-store --check-validity "$p" 2>/dev/null || fail "$p is not in the store: run tier c first"; done
+t1=$(date +%s)
+# shellcheck disable=SC2086 # a path list
+nix copy "${nixc[@]}" --to "$cache?secret-key=$work/key.sec&compression=zstd" $paths
+echo "  ok: $(echo "$paths" | wc -w) paths, $(du -sm "$work/cache" | cut -f1) MiB, in $(($(date +%s) - t1)) s"
+
+# A fresh store: only the toolchain, which a real machine substitutes from its own cache.
+fresh="$work/fresh"
+nix copy "${nixc[@]}" --to "local?root=$fresh" "$rust_toolchain"
+from_cache() { # PUBKEY_FILE ARGS...: nix-build on the fresh store, substituting from the cache
+  local pub=$1
+  shift
+  nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" --store "$fresh" \
+    --option substituters "$cache" --option trusted-public-keys "$(cat "$pub")" "$@"
+}
+# names WHAT LOG: the derivation names (no hash, no version, no .drv) the dry run lists under
+# "will be built" (WHAT=built) or the store paths' names under "will be fetched".
+names() {
+  awk -v what="$1" '/will be built/ { s = "built"; next } /will be fetched/ { s = "fetched"; next }
+    /^  \/nix\/store\// { if (s == what) print } /^[^ ]/ { s = "" }' "$2" |
+    sed -E 's|^ +/nix/store/[a-z0-9]{32}-||; s|\.drv$||; s|-0\.1\.0$||' | sort
+}
+
+echo "== 1. a fresh store substitutes every stage, building nothing"
+from_cache "$work/key.pub" "${chain_attrs[@]}" --dry-run >"$work/dry.log" 2>&1 || {
+  cat "$work/dry.log"
+  fail "the dry run failed"
+}
+built=$(names built "$work/dry.log")
+[ -z "$built" ] || { cat "$work/dry.log"; fail "a fresh store would build: $built"; }
+fetched=$(names fetched "$work/dry.log")
+for a in $stages; do
+  printf '%s\n' "$fetched" | grep -qx "$a" || { cat "$work/dry.log"; fail "$a is not fetched"; }
+done
+echo "  ok: nothing to build; fetched: $(echo "$fetched" | tr '\n' ' ')"
+from_cache "$work/key.pub" -A gateway-pgo-bolt --no-out-link >"$work/fetch.log" 2>&1 || {
+  cat "$work/fetch.log"
+  fail "substituting gateway-pgo-bolt failed"
+}
+grep -q "building '" "$work/fetch.log" && { cat "$work/fetch.log"; fail "substituting built something"; }
+want=$(sha256sum <"$tier_c/result-gateway-pgo-bolt/bin/gateway")
+got=$(sha256sum <"$fresh$(readlink -f "$tier_c/result-gateway-pgo-bolt")/bin/gateway")
+[ "$want" = "$got" ] || fail "the substituted gateway differs from tier c's"
+echo "  ok: gateway-pgo-bolt fetched, its bin/gateway byte for byte tier c's"
+
+echo "== 2. the same cache under a key the store does not trust substitutes nothing"
+from_cache "$work/other.pub" -A gateway-instrumented --dry-run >"$work/untrusted.log" 2>&1 || true
+names built "$work/untrusted.log" | grep -qx gateway-instrumented || {
+  cat "$work/untrusted.log"
+  fail "an untrusted signature was accepted"
+}
+echo "  ok: unsigned for this store: gateway-instrumented would be built"
+
+echo "== 3. a one-shape edit rebuilds that shape's training, the merge and what follows"
+edited="$work/edited"
+mkdir -p "$edited"
+(cd "$repo" && git ls-files -z | tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -C "$edited" -xf -
+shape=chat-nonstream-minimal
+sed -i -E 's/^requests = [0-9]+/requests = 500/' "$edited/shapes/$shape.toml"
+from_cache "$work/key.pub" --arg root "$edited" "${chain_attrs[@]}" --dry-run >"$work/edit.log" 2>&1 || {
+  cat "$work/edit.log"
+  fail "the dry run after the edit failed"
+}
+built=$(names built "$work/edit.log")
+fetched=$(names fetched "$work/edit.log")
+printf '  would build: %s\n' "$(echo "$built" | tr '\n' ' ')"
+printf '  would fetch: %s\n' "$(echo "$fetched" | tr '\n' ' ')"
+training=$(grep -L -E '^holdout *= *true' "$repo"/shapes/*.toml | xargs -n1 basename | sed 's/\.toml$//')
+for n in $built; do
+  case $n in
+    "gateway-shape-$shape-validated" | "gateway-workload-$shape" | "gateway-profile-$shape" | gateway-profile) ;;
+    gateway-pgo-build | gateway-pgo-build-deps | gateway-pgo | gateway-bolt-profile | gateway-pgo-bolt) ;;
+    gateway-bolt-profile-*) ;; # every BOLT part trains on the new PGO binary
+    *) fail "a one-shape edit rebuilds $n" ;;
+  esac
+done
+for n in gateway-profile-$shape gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt; do
+  printf '%s\n' "$built" | grep -qx "$n" || fail "a one-shape edit does not rebuild $n"
+done
+for s in $training; do
+  [ "$s" != "$shape" ] || continue
+  printf '%s\n' "$fetched" | grep -qx "gateway-profile-$s" ||
+    fail "the untouched shape $s's training is not fetched from the cache"
+done
+printf '%s\n' "$fetched" | grep -qx gateway-instrumented || fail "gateway-instrumented is not fetched"
+echo "  ok: one PGO training part, the merge and the stages after it; the other $(($(echo "$training" | wc -w) - 1)) parts and the instrumented build fetched"
+from_cache "$work/key.pub" --arg root "$edited" -A gateway-profile --no-out-link >"$work/edit-build.log" 2>&1 || {
+  tail -n 40 "$work/edit-build.log"
+  fail "building the edited profile failed"
+}
+ran=$(grep -oE "building '/nix/store/[a-z0-9]{32}-[^']+'" "$work/edit-build.log" |
+  sed -E "s|building '/nix/store/[a-z0-9]{32}-||; s|\.drv'||" | sort | tr '\n' ' ')
+echo "  built for real: $ran"
+case " $ran " in
+  *" gateway-profile-$shape "*) ;;
+  *) fail "the edited shape's training did not run" ;;
+esac
+for s in $training; do
+  [ "$s" = "$shape" ] || case " $ran " in *" gateway-profile-$s "*) fail "shape $s retrained" ;; esac
+done
+echo "tier e: PASS in $(($(date +%s) - t0)) s"
