@@ -83,7 +83,10 @@ let
   # change.
   parts =
     if (workload == null) == (workloads == null) then
-      throw "mkPgoBoltChain ${binName}: give exactly one of `workload` (an executable) and `workloads` ({ <part> = executable; }, one training derivation per part)"
+      throw (
+        "mkPgoBoltChain ${binName}: give exactly one of `workload` (an executable) and "
+        + "`workloads` ({ <part> = executable; }, one training derivation per part)"
+      )
     else if workloads == null then
       null
     else if workloads == { } then
@@ -124,7 +127,9 @@ let
           STAGE_COMMON = common;
           STAGE_WORKLOAD = stages + "/workload.sh";
           BIN_NAME = binName;
-          PARTS = toString (map (part: "${part}=${trainedParts.${part}}") (builtins.attrNames trainedParts));
+          PARTS = toString (
+            map (part: "${part}=${trainedParts.${part}}") (builtins.attrNames trainedParts)
+          );
         }
       ) script
       // {

@@ -9,7 +9,7 @@
 # Usage: nix/tests/edit-matrix.sh   (called by tier-b.sh; the same stub inputs)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=stub-inputs.sh
+# shellcheck source-path=SCRIPTDIR source=stub-inputs.sh
 . "$repo/nix/tests/stub-inputs.sh"
 fail() {
   echo "edit matrix: FAIL: $*" >&2

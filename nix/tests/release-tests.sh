@@ -124,7 +124,7 @@ fi
 
 ###########################################################################################
 section "stub tier"
-# shellcheck source=stub-inputs.sh
+# shellcheck source-path=SCRIPTDIR source=stub-inputs.sh
 . "$repo/nix/tests/stub-inputs.sh"
 for system in x86_64-linux aarch64-linux; do
   # One evaluation per output set; the wiring is then checked on the JSON.

@@ -2,7 +2,9 @@
 # The flake's inputs replaced by the stubs in nix/tests/stubs and crane by the crane stand-in
 # (the real ones cannot be fetched here), as `nix eval` arguments: nixf. Sourced by the tests
 # that evaluate the flake (tier-b.sh, edit-matrix.sh, release-tests.sh) after setting repo.
+: "${repo:?repo must be set}"
 stubs="$repo/nix/tests/stubs"
+# shellcheck disable=SC2034 # read by the scripts that source this file
 nixf=(
   --extra-experimental-features 'nix-command flakes'
   --option substituters ''

@@ -7,7 +7,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 t0=$(date +%s)
-# shellcheck source=stub-inputs.sh
+# shellcheck source-path=SCRIPTDIR source=stub-inputs.sh
 . "$repo/nix/tests/stub-inputs.sh"
 # A git flake sees tracked files only (and never target/): stage new files with `git add`.
 flake="git+file://$repo"
