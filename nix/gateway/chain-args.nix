@@ -12,6 +12,8 @@
 #   valgrind  absolute path of valgrind (the holdout gate counts instructions)
 #   workload  null: `trainer workload` over `shapes` (./workload.nix); else the path of a
 #             stand-in executable (tier d's failing workloads)
+#   perShape  true: train one derivation per training shape, then merge; false: one training
+#             derivation over all shapes
 {
   pkgs,
   runStage,
@@ -20,6 +22,7 @@
   shapes,
   valgrind,
   workload ? null,
+  perShape ? true,
 }:
 let
   gatewayWorkload = import ./workload.nix {
@@ -30,10 +33,10 @@ let
       shapes
       ;
   };
-  # Trained one shape per derivation (then merged), unless a stand-in workload is given, or no
-  # shape trains (then the one workload's build fails in `trainer shapes`, naming the
-  # directory).
-  fanOut = workload == null && gatewayWorkload.workloads != { };
+  # Trained one shape per derivation (then merged), unless perShape is false, a stand-in
+  # workload is given, or no shape trains (then the one workload's build fails in `trainer
+  # shapes`, naming the directory).
+  fanOut = perShape && workload == null && gatewayWorkload.workloads != { };
 in
 {
   binName = "gateway";

@@ -9,7 +9,8 @@
 #   mkPgoBoltChain  lib.mkPgoBoltChain (../lib/mkPgoBoltChain.nix) as the caller applied it
 #   root            the repository
 #   valgrind        absolute path of valgrind (the holdout gate counts instructions)
-#   args            the caller's choices, each optional: shapes, workload, profile, boltProfile
+#   args            the caller's choices, each optional: shapes, workload, perShape, profile,
+#                   boltProfile
 #                   (docs/chain.md "The gateway's chain")
 #
 # Returns the chain's outputs (gateway, gateway-instrumented, ... gateway-pgo-bolt) with
@@ -31,10 +32,12 @@ let
       inherit (workspace) runStage trainer bench;
       shapes = args.shapes or source.shapes;
       workload = args.workload or null;
+      perShape = args.perShape or true;
     }
     // builtins.removeAttrs args [
       "shapes"
       "workload"
+      "perShape"
     ]
     // {
       inherit pkgs craneLib;

@@ -29,6 +29,7 @@
 #                   so the PGO dependency build is the one tier c already built.
 #   craneHooks      null: the stand-in's setup hooks; else a directory of crane's own
 #                   (scripts/test.sh crane-real)
+#   perShape        false: one training derivation over all shapes instead of one per shape
 {
   root ? ../..,
   rustSysroot,
@@ -43,6 +44,7 @@
   boltProfile ? null,
   profileFrom ? null,
   craneHooks ? null,
+  perShape ? true,
 }@hostArgs:
 let
   host = import ./lib.nix {
@@ -65,6 +67,7 @@ import ../gateway/default.nix {
   args =
     (if shapes == null then { } else { inherit shapes; })
     // (if workload == null then { } else { inherit workload; })
+    // { inherit perShape; }
     // {
       inherit boltProfile;
       profile =

@@ -269,6 +269,16 @@ flags=$(printf '%s' "$out" | sed -nE 's/^\["([^"]*)","([^"]*)".*/\1|\2/p')
 [ -n "$flags" ] && [ "${flags%%|*}" = "${flags#*|}" ] && echo "  ok: RUSTFLAGS are the same trained or published" ||
   fail "RUSTFLAGS differ between a trained and a published profile: $flags"
 
+echo "== lib.gatewayChain { perShape = false; }: one training derivation over all shapes"
+out=$(ev --impure --json "$flake#lib" --apply "lib:
+  let c = lib.gatewayChain \"x86_64-linux\" { perShape = false; };
+  in [ (c.gateway-profile ? parts) c.gateway-profile.MIN_PROFILES c.gateway-profile.WORKLOAD
+       (c.gateway-bolt-profile ? parts) ]") || fail "lib.gatewayChain { perShape = false; } does not evaluate"
+echo "  $out" | cut -c1-300
+n_training=$(grep -L -E '^holdout *= *true' "$repo"/shapes/*.toml | wc -l)
+expect "gatewayChain { perShape = false; }" "$out" "[false,\"$n_training\",\"/nix/store/"
+expect "gatewayChain { perShape = false; }" "$out" '-gateway-workload",false]'
+
 echo "== lib.gatewayChain on the user's own shapes (nix/tests/fixtures/user-shapes)"
 user_shapes="$repo/nix/tests/fixtures/user-shapes"
 out=$(ev --impure --json "$flake#lib" --apply "lib:

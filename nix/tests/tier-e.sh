@@ -33,13 +33,16 @@ echo "== the chain into a signed file:// cache"
 nix-store --generate-binary-cache-key tier-e-1 "$work/key.sec" "$work/key.pub"
 nix-store --generate-binary-cache-key tier-e-other "$work/other.sec" "$work/other.pub"
 cache="file://$work/cache"
-# The outputs of every stage and every training part, as tier c built them.
-# shellcheck disable=SC2086 # a word list
-stage_list=$(printf '"%s" ' $stages)
-paths=$(nix eval "${nixc[@]}" --raw -f "$repo/nix/host/chain.nix" "${host_nix_args[@]}" --apply "c: toString (
-  map (a: c.\${a}.outPath) [ $stage_list ]
-  ++ map (p: p.outPath) (builtins.attrValues c.gateway-profile.parts ++ builtins.attrValues c.gateway-bolt-profile.parts))") ||
+# The outputs of every stage and every training part (the merges' PARTS), as tier c built them.
+drvs=$(nix-instantiate "$repo/nix/host/chain.nix" "${host_nix_args[@]}" "${chain_attrs[@]}" 2>/dev/null) ||
   fail "the chain does not evaluate"
+# shellcheck disable=SC2086 # a path list
+paths="$(nix-store -q --outputs $drvs) $(
+  for a in gateway-profile gateway-bolt-profile; do
+    nix show-derivation "${nixc[@]}" "$(nix-store -q --deriver "$(readlink -f "$tier_c/result-$a")")" |
+      jq -r '.[].env.PARTS' | tr ' ' '\n' | sed 's/^[^=]*=//'
+  done
+)"
 for p in $paths; do nix-store --check-validity "$p" 2>/dev/null || fail "$p is not in the store: run tier c first"; done
 t1=$(date +%s)
 # shellcheck disable=SC2086 # a path list
