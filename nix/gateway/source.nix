@@ -17,8 +17,7 @@
 #   root  the repository (a path; `self` in the flake)
 { root }:
 let
-  rootStr = toString root;
-  rel = path: builtins.substring (builtins.stringLength rootStr + 1) (-1) (toString path);
+  rel = import ./rel-path.nix root;
   # r is dir or lies below it.
   under = dir: r: r == dir || builtins.substring 0 (builtins.stringLength dir + 1) r == dir + "/";
   skipped =

@@ -27,8 +27,7 @@ let
   tomls = builtins.filter (n: builtins.match ".*\\.toml" n != null) files;
   holdout = n: (builtins.fromTOML (builtins.readFile "${shapes}/${n}")).holdout or false;
   training = builtins.filter (n: !(holdout n)) tomls;
-  shapesStr = toString shapes;
-  rel = path: builtins.substring (builtins.stringLength shapesStr + 1) (-1) (toString path);
+  rel = import ./rel-path.nix shapes;
   # One shape: its file and the body it names, nothing else of the directory.
   shapeDir =
     file:
