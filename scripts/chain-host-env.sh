@@ -3,6 +3,9 @@
 # (TOOLCHAIN.md: rustc's LLVM major must equal llvm-profdata's; /usr/bin/llvm-profdata is
 # LLVM 14 and cannot read rustc's profiles, so only absolute LLVM 22 paths are used), vendors
 # the crates once per Cargo.lock and sets host_nix_args for nix-build.
+# Environment:
+#   CHAIN_CRATE       the cargo workspace whose Cargo.lock is vendored (default: this repo)
+#   CHAIN_VENDOR_DIR  where `cargo vendor` writes (default /var/tmp/<name>-vendor-<lock sha>)
 : "${repo:?repo must be set}"
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 BOLT_RT_LIB=${BOLT_RT_LIB:-$(dirname "$LLVM_BIN")/lib/libbolt_rt_instr.a}
@@ -24,14 +27,23 @@ if [ "$rustc_llvm_major" != "$profdata_major" ]; then
   exit 1
 fi
 
-lock_sha=$(sha256sum "$repo/Cargo.lock" | cut -c1-16)
-vendor_dir=${GATEWAY_VENDOR_DIR:-/var/tmp/gateway-vendor-$lock_sha-mtime1}
+chain_crate=$(cd "${CHAIN_CRATE:-$repo}" && pwd)
+[ -f "$chain_crate/Cargo.lock" ] || {
+  echo "$chain_crate has no Cargo.lock: the chain builds with --locked (run cargo generate-lockfile)" >&2
+  exit 1
+}
+lock_sha=$(sha256sum "$chain_crate/Cargo.lock" | cut -c1-16)
+vendor_name=gateway
+[ "$chain_crate" = "$repo" ] || vendor_name=$(basename "$chain_crate")
+vendor_dir=${CHAIN_VENDOR_DIR:-/var/tmp/$vendor_name-vendor-$lock_sha-mtime1}
 if [ ! -f "$vendor_dir/.complete" ]; then
   rm -rf "$vendor_dir.tmp"
-  (cd "$repo" && cargo vendor --locked --versioned-dirs "$vendor_dir.tmp" >/dev/null 2>"$vendor_dir.log") || {
+  (cd "$chain_crate" && cargo vendor --locked --versioned-dirs "$vendor_dir.tmp" >/dev/null 2>"$vendor_dir.log") || {
     cat "$vendor_dir.log" >&2
     exit 1
   }
+  # A crate without dependencies vendors nothing, and cargo then creates no directory.
+  mkdir -p "$vendor_dir.tmp"
   rm -rf "$vendor_dir"
   # Every mtime 1, as in the Nix store where crane's vendored crates live: the dependency
   # builds' archived target/ (mtime 1 too) must stay fresh against them.

@@ -7,26 +7,49 @@
 # libbolt-22-dev. Each stage is built on its own so its wall time is printed.
 #
 # Usage: scripts/chain-nix-host.sh [OUTDIR]      (default: ./out/nix-host)
+#        CHAIN_FILE=path/to/chain.nix scripts/chain-nix-host.sh OUTDIR
 # Environment:
-#   GATEWAY_VENDOR_DIR  where `cargo vendor` writes (default /var/tmp/gateway-vendor-<lock sha>)
-#   LLVM_BIN            LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
-#   CHAIN_ATTRS         stages to build (default: the whole chain and its three checks)
-#   CHAIN_NIX           the chain to build (default nix/host/chain.nix, the gateway's;
-#                       nix/host/example.nix is examples/textsearch's)
-#   NIX_HOST_ARGS       extra nix-build arguments (tier d passes --arg overrides)
+#   CHAIN_FILE    a packager's chain file, `{ pkgs, mkPgoBoltChain }: mkPgoBoltChain { ... }`
+#                 (docs/chain.md "Chain files"; examples/textsearch/chain.nix is one): builds
+#                 that chain instead of the gateway's, vendoring CHAIN_CRATE's Cargo.lock
+#   CHAIN_CRATE   the workspace whose Cargo.lock is vendored (default: CHAIN_FILE's directory,
+#                 else this repo)
+#   CHAIN_ATTRS   stages to build (default: the whole chain and its checks)
+#   CHAIN_VENDOR_DIR  where `cargo vendor` writes (default /var/tmp/<name>-vendor-<lock sha>)
+#   LLVM_BIN      LLVM 22 bin dir (default /usr/lib/llvm-22/bin)
+#   NIX_HOST_ARGS extra nix-build arguments (tier d passes --arg overrides)
+#   CHAIN_NIX     the host Nix file to build (default nix/host/chain.nix, the gateway's;
+#                 nix/host/packager.nix with CHAIN_FILE)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 outdir=${1:-$repo/out/nix-host}
+chain_nix=${CHAIN_NIX:-$repo/nix/host/chain.nix}
+chain_args=()
+if [ -n "${CHAIN_FILE:-}" ]; then
+  [ -f "$CHAIN_FILE" ] || { echo "CHAIN_FILE=$CHAIN_FILE is not a file" >&2; exit 1; }
+  chain_file=$(cd "$(dirname "$CHAIN_FILE")" && pwd)/$(basename "$CHAIN_FILE")
+  export CHAIN_CRATE=${CHAIN_CRATE:-$(dirname "$chain_file")}
+  chain_nix=${CHAIN_NIX:-$repo/nix/host/packager.nix}
+  chain_args=(--arg chainFile "$chain_file")
+fi
 . "$repo/scripts/chain-host-env.sh"
 
 mkdir -p "$outdir"
-attrs=${CHAIN_ATTRS:-trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.closure gateway bench checks.holdout}
+if [ -n "${CHAIN_ATTRS:-}" ]; then
+  attrs=$CHAIN_ATTRS
+elif [ -n "${CHAIN_FILE:-}" ]; then
+  # shellcheck disable=SC2086 # NIX_HOST_ARGS is a word list by design
+  attrs=$(nix-instantiate --eval "$chain_nix" "${host_nix_args[@]}" "${chain_args[@]}" \
+    ${NIX_HOST_ARGS:-} -A chainAttrs | tr -d '"')
+else
+  attrs="trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt checks.pgo-proof checks.closure gateway bench checks.holdout"
+fi
 timings="$outdir/stage-timings.txt"
 : >"$timings"
 for attr in $attrs; do
   t0=$(date +%s)
   # shellcheck disable=SC2086 # NIX_HOST_ARGS is a word list by design
-  nix-build "${CHAIN_NIX:-$repo/nix/host/chain.nix}" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} \
+  nix-build "$chain_nix" "${host_nix_args[@]}" "${chain_args[@]}" ${NIX_HOST_ARGS:-} \
     -A "$attr" -o "$outdir/result-$attr" >/dev/null
   t1=$(date +%s)
   path=$(readlink "$outdir/result-$attr")
@@ -39,11 +62,15 @@ for attr in $attrs; do
   printf '%-22s %5d s  %s\n' "$attr" "$((t1 - t0))" "$path" | tee -a "$timings"
 done
 
-if [ -e "$outdir/result-gateway-pgo-bolt" ]; then
-  r="$outdir/result-gateway-pgo-bolt"
+# The optimized binary: the one <bin>-pgo-bolt result built.
+for r in "$outdir"/result-*-pgo-bolt; do
+  [ -e "$r" ] || continue
+  bin=${r##*/result-}
+  bin=${bin%-pgo-bolt}
   echo
-  echo "optimized binary: $r/bin/gateway -> $(readlink -f "$r/bin/gateway")"
-  echo "proofs:           $r/share/gateway/pgo-proof.json"
-  echo "                  $r/share/gateway/bolt-proof.json"
+  echo "optimized binary: $r/bin/$bin -> $(readlink -f "$r/bin/$bin")"
+  echo "proofs:           $r/share/$bin/pgo-proof.json"
+  echo "                  $r/share/$bin/bolt-proof.json"
+  echo "release gate:     scripts/release-check.sh --bin-name $bin $r"
   echo "stage timings:    $timings (a second run prints cache hits: nothing rebuilds)"
-fi
+done

@@ -4,8 +4,9 @@
 # proofs describe, or a figure under its floor exits 1 with every reason listed.
 #
 # Usage: scripts/release-check.sh [--bin-name NAME] DIR
-#   DIR is a gateway-pgo-bolt output (`result/`) or an unpacked release tarball: it holds
-#   bin/NAME, share/NAME/pgo-proof.json and share/NAME/bolt-proof.json; a SHA256SUMS file
+#   DIR is a <NAME>-pgo-bolt output (`result/`; NAME defaults to gateway, any chain's binary
+#   works) or an unpacked release tarball: it holds bin/NAME, share/NAME/pgo-proof.json
+#   (stage NAME-pgo) and share/NAME/bolt-proof.json (stage NAME-pgo-bolt); a SHA256SUMS file
 #   at its top (tarballs carry one) is verified too, and must cover those three files.
 #
 # Environment (all optional):
@@ -136,7 +137,7 @@ for f in "$pgo" "$bolt"; do
 done
 
 # --- the PGO proof (nix/lib/stages/pgo-gate.sh)
-equals "pgo-proof stage" gateway-pgo "$(str "$pgo" stage)"
+equals "pgo-proof stage" "$bin_name-pgo" "$(str "$pgo" stage)"
 v=$(str "$pgo" profile_sha256)
 if is_sha256 "$v"; then ok "profile_sha256 = $v"; else fail "pgo-proof.json: profile_sha256 is not a sha256: '$v'"; fi
 at_least "$pgo" profraw_count "$min_profraw"
@@ -167,7 +168,13 @@ case "$flags" in *-Cprofile-use=*) ok "rustflags carry -Cprofile-use" ;; *) fail
 case "$flags" in *--emit-relocs*) ok "rustflags carry --emit-relocs" ;; *) fail "pgo-proof.json: rustflags carry no --emit-relocs (BOLT needs them)" ;; esac
 
 # --- the BOLT proof (nix/lib/stages/bolt-optimize.sh)
-equals "bolt-proof stage" gateway-pgo-bolt "$(str "$bolt" stage)"
+equals "bolt-proof stage" "$bin_name-pgo-bolt" "$(str "$bolt" stage)"
+# keepDebugInfo's record (bolt-optimize.sh); proofs from before it carry none.
+case $(str "$bolt" debug_info) in
+  kept | dropped | none) ok "debug_info = $(str "$bolt" debug_info)" ;;
+  '') if grep -q '"debug_info"' "$bolt"; then fail "bolt-proof.json: debug_info is empty"; fi ;;
+  *) fail "bolt-proof.json: debug_info is '$(str "$bolt" debug_info)', not kept, dropped or none" ;;
+esac
 at_least "$bolt" fdata_bytes "$min_fdata_bytes"
 at_least "$bolt" functions_with_profile "$min_bolt_funcs"
 with=$(num "$bolt" functions_with_profile)

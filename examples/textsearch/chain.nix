@@ -1,6 +1,7 @@
 # textsearch's PGO + BOLT chain: the one call of lib.mkPgoBoltChain a packager writes. It lives
-# apart from flake.nix so that the gateway repository's CI builds this very call with its host
-# builder (nix/host/example.nix), where crane and nixpkgs cannot be fetched.
+# apart from flake.nix so that the gateway repository's CI builds this very call on the host path
+# (`CHAIN_FILE=examples/textsearch/chain.nix scripts/chain-nix-host.sh`), where crane and
+# nixpkgs cannot be fetched.
 #
 # Arguments:
 #   pkgs            nixpkgs

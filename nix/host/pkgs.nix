@@ -2,16 +2,73 @@
 # stand-in (./crane) and the checks call, as derivations that really build, with host tools
 # bound into the Nix sandbox (scripts/chain-host-env.sh) instead of nixpkgs' store paths.
 #
+# A chain file written for the flake may use what docs/chain.md "Chain files" lists of pkgs
+# (writeShellScript, writeText, runCommand, stdenv.hostPlatform); a few more that chain files
+# commonly reach for fail with a message saying so, not with "attribute missing".
+#
 # Arguments:
 #   system      the build platform (default "x86_64-linux")
 #   hostTriple  rustc's host triple
-#   hostPath    PATH after the inputs' bin/ dirs: bash, coreutils, cc, make, tar, zstd, jq
+#   hostPath    PATH of the crane builds after their inputs' bin/ dirs: bash, coreutils, cc,
+#               make, tar, zstd, jq (the cargo builds' stdenv has a C compiler)
 {
   system ? "x86_64-linux",
   hostTriple ? "x86_64-unknown-linux-gnu",
   hostPath ? "/usr/bin:/bin",
 }:
 let
+  # runCommand's PATH, as nixpkgs' runCommand (stdenvNoCC) has it: bash, coreutils, findutils,
+  # diffutils, grep, sed, gawk, tar, gzip, bzip2, xz, patch, make, and nothing else of the
+  # host's (no python3, no mawk as awk, no cc). The workload runs in such a stage, so a workload
+  # that passes here uses only what the flake's sandbox has. Debian's files of those packages,
+  # linked by name (read from dpkg's lists at evaluation: the host path is Debian's).
+  stdenvPackages = [
+    "bash"
+    "coreutils"
+    "findutils"
+    "diffutils"
+    "grep"
+    "sed"
+    "gawk"
+    "tar"
+    "gzip"
+    "bzip2"
+    "xz-utils"
+    "patch"
+    "make"
+  ];
+  dpkgList =
+    pkg:
+    let
+      candidates = builtins.filter builtins.pathExists [
+        "/var/lib/dpkg/info/${pkg}.list"
+        "/var/lib/dpkg/info/${pkg}:amd64.list"
+        "/var/lib/dpkg/info/${pkg}:arm64.list"
+      ];
+    in
+    if candidates == [ ] then
+      throw "host pkgs: Debian package ${pkg} is not installed (apt-get install -y ${pkg})"
+    else
+      builtins.filter (l: builtins.isString l && builtins.match "/(usr/)?bin/[^/]+" l != null) (
+        builtins.split "\n" (builtins.readFile (builtins.head candidates))
+      );
+  stdenvTools = derivation {
+    name = "host-stdenv-tools";
+    inherit system;
+    builder = "/bin/bash";
+    tools = builtins.concatMap dpkgList stdenvPackages;
+    args = [
+      "-euc"
+      ''
+        PATH=/usr/bin:/bin
+        mkdir -p "$out/bin"
+        for t in $tools; do ln -sfn "$t" "$out/bin/''${t##*/}"; done
+        ln -sfn /usr/bin/gawk "$out/bin/awk"
+        ln -sfn /bin/bash "$out/bin/sh"
+      ''
+    ];
+  };
+
   # Attributes a derivation cannot carry (functions, plain attrsets) are left out; `env` is
   # merged into the environment, as stdenv.mkDerivation does.
   toEnv =
@@ -38,7 +95,8 @@ let
       toEnv attrs
       // {
         name = attrs.name or "${attrs.pname}-${attrs.version}";
-        inherit system hostPath;
+        inherit system;
+        hostPath = attrs.hostPath or hostPath;
         builder = "/bin/bash";
         args = [ ./stdenv/setup.sh ];
       }
@@ -46,7 +104,17 @@ let
 
   runCommand =
     name: env: buildCommand:
-    mkDerivation (env // { inherit name buildCommand; });
+    mkDerivation (
+      env
+      // {
+        inherit name buildCommand;
+        hostPath = "${stdenvTools}/bin";
+      }
+    );
+  # What a chain file may reach for and the host path cannot offer: a clear error instead.
+  missing =
+    what: why:
+    throw "the host path's pkgs (nix/host/pkgs.nix) has no ${what}: ${why} (docs/chain.md \"Chain files\")";
 in
 {
   stdenv = {
@@ -58,6 +126,19 @@ in
   };
   inherit runCommand;
   runtimeShell = "/bin/bash";
+  # nixpkgs' writeText: one file holding the text.
+  writeText =
+    name: text:
+    runCommand name {
+      inherit text;
+      passAsFile = [ "text" ];
+    } ''cp "$textPath" "$out"'';
+  lib = missing "lib" "CI has no nixpkgs; use builtins (builtins.path with a filter for src)";
+  fetchurl = missing "fetchurl" "the host sandbox has no network; unpack the source beforehand and pass it as a path";
+  fetchFromGitHub = missing "fetchFromGitHub" "the host sandbox has no network; pass the source as a path";
+  fetchCrate = missing "fetchCrate" "the host sandbox has no network; pass the unpacked crate as a path";
+  writeShellApplication = missing "writeShellApplication" "use writeShellScript";
+  python3 = missing "python3" "the workload contract's PATH has none; the host sandbox offers bash, coreutils, grep, sed and gawk";
   # nixpkgs' writeShellScript: one executable file, the shell's shebang first, syntax-checked
   # (`bash -n`, nixpkgs' shellDryRun) at build time.
   writeShellScript =

@@ -7,7 +7,7 @@
 #   pkgs      nixpkgs
 #   craneLib  crane's lib on the toolchain (`(crane.mkLib pkgs).overrideToolchain`)
 #   src       the cargo workspace, cleaned
-#   version   the derivations' version (default "0.1.0")
+#   version   the derivations' version (default "0.1.0"; mkPgoBoltChain passes the crate's)
 {
   pkgs,
   craneLib,
@@ -92,16 +92,12 @@ let
           bash ${stage "cargo-build.sh"} --release --locked ${cargoExtraArgs}
       '';
       # No `cargo check` pass: nothing else reuses a flagged dependency set, and it would
-      # type-check every crate a second time. A profile-use build's dependencies go through
-      # cargo-build.sh too, with the same staged profile and flags as the binary's.
-      depsArgs =
-        args
-        // (
-          if pgoProfile == null then
-            { cargoCheckCommand = "true"; }
-          else
-            { buildPhaseCargoCommand = cargoBuild "$(mktemp cargoBuildLogXXXX.json)"; }
-        );
+      # type-check every crate a second time. The dependencies go through cargo-build.sh too,
+      # as the binary does (a profile-use build's with the same staged profile and flags): the
+      # first cargo run of a chain names the argument to fix when `-p`/`--bin` match nothing.
+      depsArgs = args // {
+        buildPhaseCargoCommand = cargoBuild "$(mktemp cargoBuildLogXXXX.json)";
+      };
     in
     craneLib.buildPackage (
       args

@@ -53,7 +53,12 @@
   workload ? null,
   workloads ? null,
   binName ? "gateway",
-  cargoExtraArgs ? "-p ${binName} --bin ${binName}",
+  # The cargo package that holds the binary, when its name is not the binary's (ripgrep's
+  # is `rg`): cargo-build.sh names this argument when `-p` matches no package.
+  package ? binName,
+  # The store paths' names: <pname>-pgo-bolt-<version> (the attributes stay <binName>-*).
+  pname ? binName,
+  cargoExtraArgs ? "-p ${package} --bin ${binName}",
   extraRustflags ? "",
   boltFlags ? [
     "-reorder-blocks=ext-tsp"
@@ -65,6 +70,11 @@
     "-icf=all"
     "-dyno-stats"
   ],
+  # Added to boltFlags, so that one more flag does not mean copying the defaults.
+  extraBoltFlags ? [ ],
+  # BOLT drops the DWARF sections unless told to rewrite them; kept by default, so that a
+  # debugger and a profiler still symbolize the optimized binary. The proof records which.
+  keepDebugInfo ? true,
   maxMissingProfiles ? 0,
   minProfiles ? 1,
   minProfileBytes ? 1024,
@@ -114,14 +124,14 @@ let
   train =
     name: env: script:
     if parts == null then
-      runStage name (workloadEnv workload // env) script
+      runNamed name (workloadEnv workload // env) script
     else
       let
         trainedParts = builtins.mapAttrs (
-          part: w: runStage "${name}-${part}" (workloadEnv w // env) script
+          part: w: runNamed "${name}-${part}" (workloadEnv w // env) script
         ) parts;
       in
-      runStage name (
+      runNamed name (
         env
         // {
           STAGE_COMMON = common;
@@ -136,6 +146,9 @@ let
         parts = trainedParts;
       };
   stage = file: "bash ${stages + "/${file}"}";
+  # Every stage script's log lines name its derivation ("stage rg-pgo-bolt: ..."), whatever
+  # the binary.
+  runNamed = name: env: runStage name ({ STAGE_NAME = name; } // env);
   flags = rest: if extraRustflags == "" then rest else "${extraRustflags} ${rest}";
   # The store path that holds a file (the workload's package), or the string itself.
   storePathOf =
@@ -153,7 +166,7 @@ let
       pgoProfile ? null,
     }:
     buildWith {
-      pname = if suffix == "" then binName else "${binName}-${suffix}";
+      pname = if suffix == "" then pname else "${pname}-${suffix}";
       rustflags = flags rustflags;
       cargoTarget = hostTriple;
       inherit
@@ -177,7 +190,7 @@ let
     rustflags = "-Cprofile-generate=/tmp/${binName}-pgo";
   };
 
-  trained = train "${binName}-profile" {
+  trained = train "${pname}-profile" {
     BIN = "${instrumented}/bin/${binName}";
     LLVM_PROFDATA = tools.llvmProfdata;
     READELF = tools.readelf;
@@ -210,7 +223,7 @@ let
         ${stage "pgo-diagnostics.sh"}
       '';
   };
-  pgo = runStage "${binName}-pgo" {
+  pgo = runNamed "${pname}-pgo" {
     STAGE_COMMON = common;
     PGO_BUILD = pgoBuild;
     PROFILE_DIR = profileDir;
@@ -221,7 +234,7 @@ let
     MAX_MISSING_PROFILES = toString maxMissingProfiles;
   } ''OUT_DIR="$out" ${stage "pgo-gate.sh"}'';
 
-  trainedBoltProfile = train "${binName}-bolt-profile" {
+  trainedBoltProfile = train "${pname}-bolt-profile" {
     BIN = "${pgo}/bin/${binName}";
     LLVM_BOLT = tools.llvmBolt;
     BOLT_RT_LIB = tools.boltRuntimeLib;
@@ -230,7 +243,7 @@ let
   } (stage "bolt-profile.sh");
   boltProfileDir = if boltProfile == null then trainedBoltProfile else boltProfile;
 
-  pgoBolt = runStage "${binName}-pgo-bolt" {
+  pgoBolt = runNamed "${pname}-pgo-bolt" {
     STAGE_COMMON = common;
     PGO_BIN = "${pgo}/bin/${binName}";
     PGO_PROOF = "${pgo}/share/${binName}/pgo-proof.json";
@@ -238,12 +251,15 @@ let
     FDATA_MANIFEST = "${boltProfileDir}/manifest.json";
     LLVM_BOLT = tools.llvmBolt;
     READELF = tools.readelf;
-    BOLT_FLAGS = builtins.concatStringsSep " " boltFlags;
+    BOLT_FLAGS = builtins.concatStringsSep " " (
+      boltFlags ++ extraBoltFlags ++ (if keepDebugInfo then [ "-update-debug-sections" ] else [ ])
+    );
+    KEEP_DEBUG_INFO = if keepDebugInfo then "1" else "0";
     BIN_NAME = binName;
   } (stage "bolt-optimize.sh");
 
   checks = {
-    pgo-proof = runStage "${binName}-check-pgo-proof" {
+    pgo-proof = runNamed "${pname}-check-pgo-proof" {
       STAGE_COMMON = common;
       RESULT = pgoBolt;
       PROFILE_DIR = profileDir;
@@ -252,7 +268,7 @@ let
       BIN_NAME = binName;
     } "${stage "check-proofs.sh"} && touch $out";
 
-    closure = runStage "${binName}-check-closure" {
+    closure = runNamed "${pname}-check-closure" {
       STAGE_COMMON = common;
       exportReferencesGraph = [
         "graph"

@@ -4,7 +4,8 @@
 #
 # Applied to the flake's crane and fenix inputs; then called with the arguments documented
 # once, in docs/chain.md "Arguments" (pkgs, src, binName and workload required). Of those,
-# pkgs, src, craneLib and toolchain are taken here; every other goes to ./chain.nix as given.
+# pkgs, src, version, craneLib and toolchain are taken here; every other goes to ./chain.nix
+# as given.
 #
 # Returns <binName>, <binName>-instrumented, -profile, -pgo-build, -pgo, -bolt-profile,
 # -pgo-bolt and checks.{pgo-proof,closure} (+ checks.holdout when holdoutGate is given).
@@ -12,6 +13,7 @@
 {
   pkgs,
   src,
+  version ? null,
   craneLib ? null,
   toolchain ? null,
   ...
@@ -22,8 +24,18 @@ let
     if toolchain == null then import ./toolchain.nix { inherit pkgs fenix system; } else toolchain;
   craneLib' =
     if craneLib == null then (crane.mkLib pkgs).overrideToolchain (_: tools.rust) else craneLib;
+  # As crane's crateNameFromCargoToml: the package's version, else the workspace's. Read only
+  # when not given (a `src` built by a derivation would make this an import from it).
+  cargoToml = builtins.fromTOML (builtins.readFile (src + "/Cargo.toml"));
+  version' =
+    if version != null then
+      version
+    else
+      cargoToml.package.version or cargoToml.workspace.package.version
+        or (throw "mkPgoBoltChain: ${toString src}/Cargo.toml names no version: give `version`");
   builder = import ./builder.nix {
     inherit pkgs src;
+    version = version';
     craneLib = craneLib';
   };
 in
@@ -33,6 +45,7 @@ import ./chain.nix (
   builtins.removeAttrs args [
     "pkgs"
     "src"
+    "version"
     "craneLib"
     "toolchain"
   ]

@@ -85,9 +85,8 @@ done
 # Issue 11: the same chain for another program, and the gateway on a user's own traffic.
 echo "== examples/textsearch: its chain through lib.mkPgoBoltChain, as its flake calls it"
 ts="$outdir/textsearch"
-CHAIN_NIX="$repo/nix/host/example.nix" CHAIN_ATTRS="textsearch textsearch-instrumented \
-textsearch-profile textsearch-pgo textsearch-bolt-profile textsearch-pgo-bolt checks.pgo-proof \
-checks.closure" "$repo/scripts/chain-nix-host.sh" "$ts" >/dev/null || fail "the textsearch chain failed"
+CHAIN_FILE="$repo/examples/textsearch/chain.nix" "$repo/scripts/chain-nix-host.sh" "$ts" >/dev/null ||
+  fail "the textsearch chain failed"
 for attr in textsearch textsearch-profile textsearch-pgo textsearch-bolt-profile textsearch-pgo-bolt \
   checks.pgo-proof checks.closure; do
   [ -e "$ts/result-$attr" ] || fail "no result for textsearch's $attr"
@@ -100,6 +99,16 @@ grep -E '"(functions_with_profile|functions_total)"' "$ts/result-textsearch-pgo-
 bash "$repo/examples/textsearch/workload.sh" "$ts/result-textsearch-pgo-bolt/bin/textsearch" ||
   fail "textsearch-pgo-bolt fails its own workload"
 echo "  ok: textsearch-pgo-bolt passes its workload"
+# The release gate knows no binary but by --bin-name: its stages are textsearch-pgo and
+# textsearch-pgo-bolt. The floors are the gateway's 8 shapes' and 2.5 MB profile; textsearch's
+# own (35 processes, a smaller program) are given here.
+RELEASE_MIN_PROFILE_BYTES=4096 RELEASE_MIN_PROFILE_FUNCS=100 RELEASE_MIN_FDATA_BYTES=1024 \
+  RELEASE_MIN_BOLT_FUNCS=20 READELF=readelf "$repo/scripts/release-check.sh" --bin-name textsearch \
+  "$ts/result-textsearch-pgo-bolt" >"$ts/release-check.log" 2>&1 || {
+  cat "$ts/release-check.log" >&2
+  fail "textsearch-pgo-bolt fails the release gate"
+}
+echo "  ok: release-check.sh --bin-name textsearch passes ($(grep -c ': ok: ' "$ts/release-check.log") checks)"
 
 echo "== the gateway trained on a user's own shapes (nix/tests/fixtures/user-shapes)"
 us="$outdir/user-shapes"

@@ -13,6 +13,9 @@
 #   READELF       absolute path of readelf
 #   BOLT_FLAGS    the optimization flags (see chain.nix; never -use-gnu-stack: it drops
 #                 GNU_STACK and the tokio thread stacks become executable)
+#   KEEP_DEBUG_INFO  1: BOLT_FLAGS must carry -update-debug-sections, and an input with
+#                 .debug_info must give an output with it; 0: dropped. The proof's debug_info
+#                 says which: kept, dropped, or none (the input had none)
 #   BIN_NAME      the binary's name (bin/<BIN_NAME>; the stage is <BIN_NAME>-pgo-bolt)
 #   OUT_DIR       install prefix (defaults to $out): bin/, share/<BIN_NAME>/
 set -euo pipefail
@@ -38,6 +41,14 @@ trained_sha=$(sed -nE 's/^ *"pgo_bin_sha256": "([0-9a-f]{64})".*/\1/p' "$FDATA_M
 need_var BOLT_FLAGS
 case " $BOLT_FLAGS " in
   *" -use-gnu-stack "*) die "-use-gnu-stack makes the thread stacks executable" ;;
+esac
+case ${KEEP_DEBUG_INFO:-} in
+  1) case " $BOLT_FLAGS " in
+    *" -update-debug-sections "*) ;;
+    *) die "KEEP_DEBUG_INFO=1 but BOLT_FLAGS lack -update-debug-sections: BOLT would drop the DWARF" ;;
+  esac ;;
+  0) ;;
+  *) die "KEEP_DEBUG_INFO must be 1 or 0, not '${KEEP_DEBUG_INFO:-}'" ;;
 esac
 OUT_DIR=${OUT_DIR:-${out:-}}
 need_var OUT_DIR
@@ -75,6 +86,25 @@ case "$(printf '%s' "$stack" | awk '{print $7}')" in
   *) die "GNU_STACK is not plain RW: $stack" ;;
 esac
 
+# has_debug_info FILE: whether FILE has a non-empty .debug_info section.
+has_debug_info() {
+  "$READELF" -SW "$1" | sed -E 's/^ *\[ *[0-9]+\] +//' |
+    awk '$1 == ".debug_info" && $5 !~ /^0+$/ { found = 1 } END { exit !found }'
+}
+# Without -update-debug-sections BOLT writes no DWARF at all (27 MB -> 12.7 MB on the gateway):
+# stale DWARF, describing the pre-BOLT layout, would be worse than none.
+if ! has_debug_info "$work/$BIN_NAME"; then
+  debug_info=none
+elif has_debug_info "$work/$BIN_NAME.bolt"; then
+  [ "$KEEP_DEBUG_INFO" = 1 ] ||
+    die "BOLT's output carries .debug_info it was not told to update (-update-debug-sections)"
+  debug_info=kept
+elif [ "$KEEP_DEBUG_INFO" = 1 ]; then
+  die "the PGO build has .debug_info but BOLT's output lost it (keepDebugInfo is set)"
+else
+  debug_info=dropped
+fi
+
 bolt_version=$("$LLVM_BOLT" --version 2>&1 | grep -E 'LLVM version|BOLT revision' | sed -E 's/^[[:space:]]+//' | paste -sd ';' -)
 mkdir -p "$OUT_DIR/bin" "$OUT_DIR/share/$BIN_NAME"
 tmp="$work/bolt-proof.json"
@@ -88,6 +118,7 @@ json_object "$tmp" \
   output_sha256 "$(json_str "$(sha256_of "$work/$BIN_NAME.bolt")")" \
   bolt_version "$(json_str "$bolt_version")" \
   gnu_stack "$(json_str "$(printf '%s' "$stack" | awk '{print $7}')")" \
+  debug_info "$(json_str "$debug_info")" \
   bolt_info "$(json_str "$(printf '%s\n' "$note_text" | grep -o 'BOLT revision.*' | head -n1)")" \
   flags "$(json_str "-data=$BIN_NAME.fdata $BOLT_FLAGS")"
 install -m 0755 "$work/$BIN_NAME.bolt" "$OUT_DIR/bin/$BIN_NAME"

@@ -16,7 +16,7 @@
 #   CARGO_BUILD_LOG   where cargo's JSON messages go (stdout)
 #   CARGO_STDERR_LOG  where cargo's stderr goes
 #   arguments         passed to `cargo build` after --message-format (e.g. --release --locked
-#                     -p gateway --bin gateway). RUSTFLAGS and CARGO_BUILD_TARGET come from the
+#                     -p <package> --bin <binName>). RUSTFLAGS and CARGO_BUILD_TARGET come from the
 #                     environment, as cargo reads them.
 set -euo pipefail
 # shellcheck source=common.sh
@@ -38,6 +38,14 @@ note "RUSTFLAGS='${RUSTFLAGS:-}' target='${CARGO_BUILD_TARGET:-host}' args='$*'"
 if ! cargo build --message-format json-render-diagnostics "$@" \
   >"$CARGO_BUILD_LOG" 2>"$CARGO_STDERR_LOG"; then
   cat "$CARGO_STDERR_LOG" >&2
+  # The chain's default is `-p <binName> --bin <binName>`: wrong when the package and its
+  # binary have other names (ripgrep's binary is rg). Say which argument fixes it.
+  if grep -qE 'package ID specification .* did not match any packages|no bin target named' \
+    "$CARGO_STDERR_LOG"; then
+    die "cargo build failed: no package or binary of that name (args: $*). Give the chain" \
+      "\`package\` (the cargo package that holds the binary) when it is not named as the" \
+      "binary, or \`cargoExtraArgs\`"
+  fi
   die "cargo build failed"
 fi
 cat "$CARGO_STDERR_LOG" >&2

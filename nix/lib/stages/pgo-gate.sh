@@ -32,7 +32,7 @@ set -euo pipefail
 # shellcheck source=common.sh
 . "$STAGE_COMMON"
 # shellcheck disable=SC2034 # read by common.sh's note and die
-STAGE_NAME=pgo-gate
+STAGE_NAME=${STAGE_NAME:-pgo-gate}
 stage_start
 
 need_var PGO_BUILD
