@@ -1,7 +1,7 @@
 # CI's host builder for ../lib/mkPgoBoltChain.nix: the flake's own lib function, called with the
 # crane stand-in (./crane) on the stdenv stand-in (./pkgs.nix), host rustc/cargo and Debian's
 # LLVM 22 in place of crane, nixpkgs and fenix, which CI cannot fetch. Tier c builds the
-# gateway's chain (./chain.nix) and the example's (./example.nix) through it.
+# gateway's chain (./chain.nix) and a packager's chain file (./packager.nix) through it.
 #
 # Arguments (strings): as ./chain.nix documents them.
 {

@@ -1,7 +1,7 @@
 # A packager's chain file on the host path (`CHAIN_FILE=chain.nix scripts/chain-nix-host.sh`):
 # the file is called as the flake's users call it, `import chainFile { pkgs, mkPgoBoltChain }`,
 # with CI's host builder (./lib.nix) in place of nixpkgs, crane and fenix. Tier c builds
-# examples/textsearch/chain.nix and a published crate's (nix/tests/crates-io.sh) through it.
+# examples/textsearch/chain.nix and tier f ripgrep's (nix/tests/fixtures/ripgrep) through it.
 #
 # Arguments: chainFile (the chain file, a path) and the host tools, as ./chain.nix documents.
 # Returns the chain file's outputs and `chainAttrs`: its stages in build order, then its

@@ -58,6 +58,9 @@
   package ? binName,
   # The store paths' names: <pname>-pgo-bolt-<version> (the attributes stay <binName>-*).
   pname ? binName,
+  # The product stages' version (<pname>-pgo-<version>, <pname>-pgo-bolt-<version>), as the
+  # cargo builds'; mkPgoBoltChain reads it from the crate's Cargo.toml when not given.
+  version,
   cargoExtraArgs ? "-p ${package} --bin ${binName}",
   extraRustflags ? "",
   boltFlags ? [
@@ -149,6 +152,9 @@ let
   # Every stage script's log lines name its derivation ("stage rg-pgo-bolt: ..."), whatever
   # the binary.
   runNamed = name: env: runStage name ({ STAGE_NAME = name; } // env);
+  # The binaries a user installs carry the version in their store path, as crane's builds do;
+  # profiles and checks are data, named by stage alone.
+  runProduct = name: env: runStage "${name}-${version}" ({ STAGE_NAME = name; } // env);
   flags = rest: if extraRustflags == "" then rest else "${extraRustflags} ${rest}";
   # The store path that holds a file (the workload's package), or the string itself.
   storePathOf =
@@ -223,7 +229,7 @@ let
         ${stage "pgo-diagnostics.sh"}
       '';
   };
-  pgo = runNamed "${pname}-pgo" {
+  pgo = runProduct "${pname}-pgo" {
     STAGE_COMMON = common;
     PGO_BUILD = pgoBuild;
     PROFILE_DIR = profileDir;
@@ -243,7 +249,7 @@ let
   } (stage "bolt-profile.sh");
   boltProfileDir = if boltProfile == null then trainedBoltProfile else boltProfile;
 
-  pgoBolt = runNamed "${pname}-pgo-bolt" {
+  pgoBolt = runProduct "${pname}-pgo-bolt" {
     STAGE_COMMON = common;
     PGO_BIN = "${pgo}/bin/${binName}";
     PGO_PROOF = "${pgo}/share/${binName}/pgo-proof.json";

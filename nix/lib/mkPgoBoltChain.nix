@@ -26,13 +26,14 @@ let
     if craneLib == null then (crane.mkLib pkgs).overrideToolchain (_: tools.rust) else craneLib;
   # As crane's crateNameFromCargoToml: the package's version, else the workspace's. Read only
   # when not given (a `src` built by a derivation would make this an import from it).
-  cargoToml = builtins.fromTOML (builtins.readFile (src + "/Cargo.toml"));
+  manifest = src + "/Cargo.toml";
+  cargoToml = if builtins.pathExists manifest then builtins.fromTOML (builtins.readFile manifest) else { };
   version' =
     if version != null then
       version
     else
       cargoToml.package.version or cargoToml.workspace.package.version
-        or (throw "mkPgoBoltChain: ${toString src}/Cargo.toml names no version: give `version`");
+        or (throw "mkPgoBoltChain: ${toString manifest} names no package.version or workspace.package.version: give `version`");
   builder = import ./builder.nix {
     inherit pkgs src;
     version = version';
@@ -45,11 +46,11 @@ import ./chain.nix (
   builtins.removeAttrs args [
     "pkgs"
     "src"
-    "version"
     "craneLib"
     "toolchain"
   ]
   // {
+    version = version';
     inherit (builder) buildWith runStage;
     inherit (tools) hostTriple;
     tools = {

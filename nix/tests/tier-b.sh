@@ -190,13 +190,14 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
       inherit pkgs;
       src = builtins.toFile \"src\" \"x\";
       binName = \"other\";
+      version = \"3.1.4\";
       workload = \"/bin/false\";
       minProfiles = 3;
     };
   in [ c.other-pgo-bolt.drvPath c.other-pgo-build.preUnpack c.other-instrumented.CARGO_BUILD_TARGET (builtins.attrNames c.checks)
        c.other-profile.WORKLOAD c.other-profile.MIN_PROFILES c.other-bolt-profile.MIN_PROFILES c.other-pgo-bolt.FDATA ]")
 echo "  $out"
-expect mkPgoBoltChain "$out" "other-pgo-bolt.drv"
+expect mkPgoBoltChain "$out" "other-pgo-bolt-3.1.4.drv"
 expect mkPgoBoltChain "$out" "aarch64-unknown-linux-gnu"
 expect mkPgoBoltChain "$out" '"closure","pgo-proof"'
 expect mkPgoBoltChain "$out" '"/bin/false","3","3"'
@@ -210,12 +211,54 @@ if retired=$(nix eval "${nixf[@]}" --impure --json "$flake#lib" --apply "lib: (l
 fi
 expect "mkPgoBoltChain with trainCommand" "$retired" "unexpected argument 'trainCommand'"
 
+echo "== lib.mkPgoBoltChain: a packager's package, pname, version and BOLT arguments"
+# examples/textsearch's Cargo.toml gives the version; package and binary named apart (as
+# ripgrep's ripgrep and rg). The attributes keep the binary's name, the store paths pname's.
+out=$(ev --impure --json "$flake#lib" --apply "lib:
+  let
+    pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+    args = { inherit pkgs; src = $repo/examples/textsearch; binName = \"ts\"; workload = \"/bin/true\"; };
+    c = lib.mkPgoBoltChain (args // { package = \"textsearch\"; pname = \"tsearch\"; extraBoltFlags = [ \"-x-extra\" ]; });
+    d = lib.mkPgoBoltChain (args // { version = \"9.9.9\"; keepDebugInfo = false; });
+  in [ c.ts-pgo-bolt.name c.ts-profile.name c.ts-pgo.name c.checks.closure.name c.ts.name c.ts.buildPhase
+       c.ts-pgo-bolt.BOLT_FLAGS c.ts-pgo-bolt.KEEP_DEBUG_INFO c.ts-pgo-bolt.STAGE_NAME c.ts-pgo.STAGE_NAME
+       d.ts-pgo-bolt.name d.ts.buildPhase d.ts-pgo-bolt.BOLT_FLAGS d.ts-pgo-bolt.KEEP_DEBUG_INFO ]")
+echo "  $out" | cut -c1-300
+expect "pname and version from Cargo.toml" "$out" '["tsearch-pgo-bolt-0.1.0","tsearch-profile","tsearch-pgo-0.1.0","tsearch-check-closure",'
+expect "package apart from binName" "$out" "--locked -p textsearch --bin ts"
+expect "the cargo builds' names" "$out" '"tsearch-0.1.0"'
+expect "extraBoltFlags, after the defaults, and debug info kept" "$out" '-dyno-stats -x-extra -update-debug-sections","1","tsearch-pgo-bolt","tsearch-pgo"'
+expect "version given" "$out" '"ts-pgo-bolt-9.9.9"'
+expect "package defaults to binName" "$out" "--locked -p ts --bin ts"
+expect "keepDebugInfo = false" "$out" '-dyno-stats","0"]'
+if refused=$(nix eval "${nixf[@]}" --impure --raw "$flake#lib" --apply "lib: (lib.mkPgoBoltChain {
+    pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+    src = builtins.toFile \"Cargo.toml\" \"\"; binName = \"other\"; workload = \"/bin/true\";
+    }).other-pgo-bolt.name" 2>&1); then
+  fail "mkPgoBoltChain named a version from a src without Cargo.toml: $refused"
+fi
+expect "a src without a version" "$refused" "give \`version\`"
+for rel in examples/textsearch/chain.nix nix/tests/fixtures/ripgrep/chain.nix; do
+  echo "== nix/host/packager.nix: $rel's chainAttrs"
+  attrs=$(nix-instantiate --eval "$repo/nix/host/packager.nix" --arg chainFile "$repo/$rel" \
+    --argstr rustSysroot /nonexistent --argstr vendorDir /nonexistent -A chainAttrs 2>"$errlog") || { cat "$errlog" >&2; fail "packager.nix does not evaluate $rel"; }
+  echo "  $attrs"
+  bin=$(sed -n 's/.*binName = "\([a-z]*\)".*/\1/p' "$repo/$rel")
+  [ "$attrs" = "\"$bin-instrumented $bin-profile $bin-pgo-build $bin-pgo $bin-bolt-profile $bin-pgo-bolt $bin checks.closure checks.pgo-proof\"" ] ||
+    fail "$rel's chainAttrs are $attrs"
+done
+echo "== the host pkgs refuses what it does not offer, naming docs/chain.md"
+if refused=$(nix-instantiate --eval -E "(import $repo/nix/host/pkgs.nix {}).lib.optional" 2>&1); then
+  fail "the host pkgs offered lib: $refused"
+fi
+expect "host pkgs.lib" "$refused" 'docs/chain.md "Chain files"'
+
 echo "== lib.mkPgoBoltChain fanned out: workloads = { <part> = executable; }"
 out=$(ev --impure --json "$flake#lib" --apply "lib:
   let
     c = lib.mkPgoBoltChain {
       pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
-      src = builtins.toFile \"src\" \"x\";
+      src = builtins.toFile \"src\" \"x\"; version = \"1.0.0\";
       binName = \"other\";
       workloads = { small = \"/bin/true\"; large = \"/bin/false\"; };
     };
@@ -230,7 +273,7 @@ expect "fanned-out chain" "$out" "-other-bolt-profile-large small=/nix/store/"
 for bad in "" "workloads = { a = \"/bin/true\"; };" "workloads = { };" "workloads = { \"a b\" = \"/bin/true\"; }; workload = null;"; do
   if refused=$(nix eval "${nixf[@]}" --impure --json "$flake#lib" --apply "lib: (lib.mkPgoBoltChain {
       pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
-      src = builtins.toFile \"src\" \"x\"; binName = \"other\";
+      src = builtins.toFile \"src\" \"x\"; version = \"1.0.0\"; binName = \"other\";
       $( [ -n "$bad" ] && [ "${bad#*workload = null}" = "$bad" ] && [ "$bad" != "workloads = { };" ] && echo 'workload = "/bin/true";' ) $bad
     }).other-profile.drvPath" 2>&1); then
     fail "mkPgoBoltChain accepted [${bad:-no workload}]"
@@ -289,7 +332,7 @@ out=$(ev --impure --json "$flake#lib" --apply "lib:
 echo "  $out" | cut -c1-300
 expect "gatewayChain { shapes }" "$out" '["3",'
 expect "gatewayChain { shapes }" "$out" "-gateway-workload-triage-chat"
-[ "$(printf '%s' "$out" | grep -o '"/nix/store/[^"]*gateway-pgo-bolt.drv"')" != "\"${w[pgoBolt]}\"" ] ||
+[ "$(printf '%s' "$out" | grep -o '"/nix/store/[^"]*gateway-pgo-bolt-[^"]*.drv"')" != "\"${w[pgoBolt]}\"" ] ||
   fail "the user's shapes give the same gateway-pgo-bolt as shapes/"
 holdout_drv=$(printf '%s' "$out" | grep -oE '/nix/store/[^"]*-gateway-check-holdout.drv')
 nix show-derivation "${nixf[@]}" "$holdout_drv" 2>/dev/null | grep -q 'user-shapes\|--shapes /nix/store/' ||
