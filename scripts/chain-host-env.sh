@@ -67,8 +67,11 @@ if [ -z "$rust_toolchain" ] || ! nix-store --check-validity "$rust_toolchain" 2>
 fi
 
 # Debian's nix-bin is Nix 2.8, root, no daemon: flakes on, no substituters (no cache here),
-# the sandbox on, with the host tools bound in. /bin etc. for bash, cc, make (jemalloc).
-nix_sandbox_paths="/bin /usr /lib /lib64 /etc/alternatives $vendor_dir"
+# the sandbox on, with the host tools bound in. /bin etc. for bash, cc, make (jemalloc). Not
+# /usr/share or /usr/local: the workload contract promises no host files but its tools'
+# (docs/chain.md), and a workload reading them would pass here and fail on the flake.
+nix_sandbox_paths="/bin /usr/bin /usr/sbin /usr/lib /usr/lib64 /usr/libexec /usr/include /lib /lib64"
+nix_sandbox_paths="$nix_sandbox_paths /etc/alternatives $vendor_dir"
 case "$LLVM_BIN" in
   /usr/*) ;;
   *) nix_sandbox_paths="$nix_sandbox_paths $(dirname "$LLVM_BIN")" ;;

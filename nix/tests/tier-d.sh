@@ -197,6 +197,7 @@ echo "  ok: refused without the pair; staged at \$NIX_BUILD_TOP/pgo-profile with
 
 # bolt_gate NAME FLAGS BINARY [TRAINED_SHA]: run nix/lib/stages/bolt-optimize.sh as the pgo-bolt
 # stage does; the fdata's manifest says it was trained on TRAINED_SHA (default: BINARY's).
+# KEEP_DEBUG (default 0) is KEEP_DEBUG_INFO, BOLT_EXE the llvm-bolt it runs.
 printf 'int main(void) { return 0; }\n' >"$gate_dir/t.c"
 cc -O2 "$gate_dir/t.c" -o "$gate_dir/norelocs"
 echo '1 main 0 1 main 4 0 1' >"$gate_dir/t.fdata"
@@ -205,8 +206,8 @@ bolt_gate() {
   printf '{\n  "pgo_bin_sha256": "%s",\n  "kind": "bolt"\n}\n' "$trained" >"$gate_dir/t-$1.manifest.json"
   env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BIN="$3" PGO_PROOF="$gate_dir/good.out-dir/share/gateway/pgo-proof.json" \
     FDATA="$gate_dir/t.fdata" FDATA_MANIFEST="$gate_dir/t-$1.manifest.json" \
-    LLVM_BOLT="$LLVM_BIN/llvm-bolt" READELF="$(command -v readelf)" \
-    BOLT_FLAGS="$2" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
+    LLVM_BOLT="${BOLT_EXE:-$LLVM_BIN/llvm-bolt}" READELF="$(command -v readelf)" \
+    BOLT_FLAGS="$2" KEEP_DEBUG_INFO="${KEEP_DEBUG:-0}" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
     bash "$repo/nix/lib/stages/bolt-optimize.sh" >"$gate_dir/bolt-$1.out" 2>&1
 }
 # A published or cached fdata applied to another PGO binary (issue 12: the fdata must match
@@ -229,6 +230,64 @@ for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable|" \
   grep -- "FAILED" "$gate_dir/bolt-$name.out" | head -n 1 | sed 's/^/  log: /'
   echo "  ok: refused, nothing installed"
 done
+
+# keepDebugInfo (issue 22): BOLT writes no DWARF unless told to rewrite it. Kept is asked for
+# with the flag, and proven on the output; a llvm-bolt that loses it anyway (here a wrapper
+# that swallows the flag, as a packager's boltFlags override could) fails the stage.
+printf 'int f(int x) { return x * 3; }\nint main(int c, char **v) { int s = 0; for (int i = 0; i < c * 1000; i++) s += f(i); return s & 1; }\n' >"$gate_dir/d.c"
+cc -g -O2 -Wl,--emit-relocs "$gate_dir/d.c" -o "$gate_dir/debug-relocs"
+printf '#!/bin/bash\nargs=()\nfor a in "$@"; do [ "$a" = -update-debug-sections ] || args+=("$a"); done\nexec %s "${args[@]}"\n' \
+  "$LLVM_BIN/llvm-bolt" >"$gate_dir/bolt-drops-debug"
+chmod +x "$gate_dir/bolt-drops-debug"
+for c in "debug-kept|1|-reorder-blocks=ext-tsp -update-debug-sections||kept" \
+  "debug-dropped|0|-reorder-blocks=ext-tsp||dropped" \
+  "debug-flag-missing|1|-reorder-blocks=ext-tsp|lack -update-debug-sections|" \
+  "debug-lost|1|-reorder-blocks=ext-tsp -update-debug-sections|lost it|" \
+  "debug-unasked|0|-reorder-blocks=ext-tsp -update-debug-sections|not told to update|"; do
+  IFS='|' read -r name keep flags pattern proven <<<"$c"
+  echo "== gate: bolt $name (KEEP_DEBUG_INFO=$keep, $flags)"
+  wrapper=""
+  [ "$name" = debug-lost ] && wrapper=$gate_dir/bolt-drops-debug
+  if KEEP_DEBUG=$keep BOLT_EXE=$wrapper bolt_gate "$name" "$flags" "$gate_dir/debug-relocs"; then
+    [ -n "$proven" ] || fail "bolt gate $name passed"
+    grep -q "\"debug_info\": \"$proven\"" "$gate_dir/bolt-$name/share/gateway/bolt-proof.json" ||
+      fail "bolt $name: the proof does not say debug_info $proven: $(cat "$gate_dir/bolt-$name/share/gateway/bolt-proof.json")"
+    echo "  ok: built, the proof says debug_info $proven"
+    continue
+  fi
+  [ -z "$proven" ] || { cat "$gate_dir/bolt-$name.out"; fail "bolt $name failed"; }
+  [ ! -e "$gate_dir/bolt-$name/bin/gateway" ] || fail "bolt gate $name installed a binary"
+  grep -q -- "$pattern" "$gate_dir/bolt-$name.out" || {
+    cat "$gate_dir/bolt-$name.out"
+    fail "bolt gate $name does not say '$pattern'"
+  }
+  grep -- "FAILED" "$gate_dir/bolt-$name.out" | head -n 1 | sed 's/^/  log: /'
+  echo "  ok: refused, nothing installed"
+done
+
+# A chain whose package is not named as its binary (ripgrep: package ripgrep, binary rg) and
+# the default `-p <binName>`: cargo-build.sh names the argument that fixes it.
+mkdir -p "$gate_dir/misnamed/src"
+printf '[package]\nname = "pkg"\nversion = "0.1.0"\nedition = "2021"\n\n[[bin]]\nname = "tool"\npath = "src/main.rs"\n' \
+  >"$gate_dir/misnamed/Cargo.toml"
+echo 'fn main() {}' >"$gate_dir/misnamed/src/main.rs"
+misnamed_build() { # NAME CARGO_ARGS...
+  local name=$1
+  shift
+  (cd "$gate_dir/misnamed" && env STAGE_COMMON="$repo/nix/lib/stages/common.sh" \
+    CARGO_BUILD_LOG="$gate_dir/$name.json" CARGO_STDERR_LOG="$gate_dir/$name.err" \
+    CARGO_TARGET_DIR="$gate_dir/misnamed-target" RUSTFLAGS="" \
+    bash "$repo/nix/lib/stages/cargo-build.sh" --offline "$@") >"$gate_dir/$name.out" 2>&1
+}
+expect_refused cargo-build package-is-not-binName "Give the chain \`package\`" \
+  misnamed_build package-is-not-binName -p tool --bin tool
+expect_refused cargo-build no-such-bin "Give the chain \`package\`" \
+  misnamed_build no-such-bin -p pkg --bin other
+misnamed_build package-given -p pkg --bin tool || {
+  cat "$gate_dir/package-given.out"
+  fail "cargo-build.sh with package = pkg failed"
+}
+echo "  ok: -p pkg --bin tool builds"
 
 # ---- the workload contract of the profile stages (nix/lib/stages/workload.sh), no Nix ----
 # Each fabricated workload runs against tier c's instrumented gateway through the real stage
@@ -358,6 +417,17 @@ expect_failure failing-workload gateway-profile "the workload failed (exit 3)" \
   --arg workload "$repo/nix/tests/fixtures/failing-workload.sh"
 expect_failure silent-workload gateway-profile "the workload left 0 .profraw file(s), fewer than the" \
   --arg workload "$repo/nix/tests/fixtures/silent-workload.sh"
+# The host path's sandbox holds what the workload contract promises and no more (issue 22):
+# stdenv's tools on PATH (gawk as awk, no python3), no /usr/share or /usr/local.
+expect_failure sandbox-probe gateway-profile "the workload failed (exit 3)" \
+  --arg workload "$repo/nix/tests/fixtures/sandbox-probe-workload.sh"
+for finding in "awk is GNU Awk" "no python3 on PATH" "no /usr/share" "no /usr/local"; do
+  grep -q "probe: $finding" "$work/sandbox-probe.log" || {
+    grep 'probe:' "$work/sandbox-probe.log" >&2
+    fail "the workload's sandbox: not '$finding'"
+  }
+done
+echo "  ok: the workload saw $(grep -c 'probe: ' "$work/sandbox-probe.log") findings, each as the contract says"
 expect_failure empty-shapes gateway-profile "no shape files (\*.toml)" \
   --arg shapes "$repo/nix/tests/fixtures/empty-shapes"
 

@@ -66,7 +66,9 @@ opt=$chain/result-rg-pgo-bolt
 proof=$opt/share/rg/bolt-proof.json
 grep -E '"(functions_with_profile|functions_total|debug_info)"' "$proof" | sed 's/^/  /'
 grep -q '"debug_info": "kept"' "$proof" || fail "bolt-proof.json does not say debug_info kept: $(cat "$proof")"
-readelf -SW "$opt/bin/rg" | grep -q ' \.debug_info ' || fail "rg-pgo-bolt has no .debug_info section"
+# (readelf into a file: grep -q closing the pipe early would fail readelf under pipefail)
+readelf -SW "$opt/bin/rg" >"$outdir/sections.txt"
+grep -q ' \.debug_info ' "$outdir/sections.txt" || fail "rg-pgo-bolt has no .debug_info section"
 echo "  ok: debug info kept through BOLT ($(du -b "$(readlink -f "$opt/bin/rg")" | cut -f1) bytes)"
 
 echo "== the optimized rg passes its own workload"
