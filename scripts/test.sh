@@ -20,10 +20,11 @@
 #               upstream, in a network namespace with only lo: each on translated models and
 #               a passthrough control, plain answers, tool round trips, Codex's freeform
 #               apply_patch (tests/agents/run.sh)
-#   nix a-d     static checks, stub evaluation, the chain in a real Nix sandbox (instrumented
+#   nix a-f     static checks, stub evaluation, the chain in a real Nix sandbox (instrumented
 #               build, the gateway's workload with Debian's llvm-profdata-22, PGO build gated
 #               on no hash mismatch, BOLT profile with llvm-bolt-22, proofs; examples/textsearch
-#               through lib.mkPgoBoltChain; the gateway on a user's shapes), fail-closed
+#               through lib.mkPgoBoltChain; the gateway on a user's shapes), fail-closed, the
+#               binary-cache round trip, and ripgrep from crates.io through a chain file
 #   bench       valgrind instruction / I1 ratios and the holdout gate on tier c's binaries
 #   release     workflows, release derivations, the release gate on tier c's proofs, and
 #               scripts/verify-release.sh rebuilding tier c's release from its published
@@ -101,7 +102,7 @@ for t in "${tiers[@]}"; do
     agents) tier agents tests/agents/run.sh ;;
     chain-local) tier chain-local scripts/chain-local.sh "$repo/out/chain-local" ;;
     crane-real) tier crane-real nix/tests/crane-real.sh ;;
-    nix) tier nix nix/tests/run-all.sh a b c d e ;;
+    nix) tier nix nix/tests/run-all.sh a b c d e f ;;
     # Both reuse tier c's outputs (out/tier-c): no second build of the chain.
     bench) tier bench scripts/bench-ci.sh "$repo/out/tier-c" ;;
     release) tier release nix/tests/release-tests.sh "$repo/out/tier-c" ;;

@@ -36,7 +36,9 @@ let
     if builtins.length bins == 1 then
       builtins.head bins
     else
-      throw "${toString chainFile} returns no single mkPgoBoltChain result (binaries: ${toString bins})";
+      throw "${toString chainFile} returns no single mkPgoBoltChain result (binaries: ${
+        toString bins
+      })";
   stages = map (s: "${bin}${s}") [
     "-instrumented"
     "-profile"
@@ -49,5 +51,7 @@ let
 in
 chain
 // {
-  chainAttrs = toString (stages ++ map (c: "checks.${c}") (builtins.attrNames (chain.checks or { })));
+  chainAttrs = toString (
+    stages ++ map (c: "checks.${c}") (builtins.attrNames (chain.checks or { }))
+  );
 }

@@ -112,9 +112,13 @@ let
       }
     );
   # What a chain file may reach for and the host path cannot offer: a clear error instead.
+  noNetwork = "the host sandbox has no network; ";
   missing =
     what: why:
-    throw "the host path's pkgs (nix/host/pkgs.nix) has no ${what}: ${why} (docs/chain.md \"Chain files\")";
+    throw (
+      "the host path's pkgs (nix/host/pkgs.nix) has no ${what}: ${why}"
+      + " (docs/chain.md \"Chain files\")"
+    );
 in
 {
   stdenv = {
@@ -134,11 +138,14 @@ in
       passAsFile = [ "text" ];
     } ''cp "$textPath" "$out"'';
   lib = missing "lib" "CI has no nixpkgs; use builtins (builtins.path with a filter for src)";
-  fetchurl = missing "fetchurl" "the host sandbox has no network; unpack the source beforehand and pass it as a path";
-  fetchFromGitHub = missing "fetchFromGitHub" "the host sandbox has no network; pass the source as a path";
-  fetchCrate = missing "fetchCrate" "the host sandbox has no network; pass the unpacked crate as a path";
+  fetchurl = missing "fetchurl" (noNetwork + "unpack the source beforehand and pass it as a path");
+  fetchFromGitHub = missing "fetchFromGitHub" (noNetwork + "pass the source as a path");
+  fetchCrate = missing "fetchCrate" (noNetwork + "pass the unpacked crate as a path");
   writeShellApplication = missing "writeShellApplication" "use writeShellScript";
-  python3 = missing "python3" "the workload contract's PATH has none; the host sandbox offers bash, coreutils, grep, sed and gawk";
+  python3 = missing "python3" (
+    "the workload contract's PATH has none;"
+    + " the host sandbox offers bash, coreutils, grep, sed and gawk"
+  );
   # nixpkgs' writeShellScript: one executable file, the shell's shebang first, syntax-checked
   # (`bash -n`, nixpkgs' shellDryRun) at build time.
   writeShellScript =

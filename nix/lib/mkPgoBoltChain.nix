@@ -27,13 +27,16 @@ let
   # As crane's crateNameFromCargoToml: the package's version, else the workspace's. Read only
   # when not given (a `src` built by a derivation would make this an import from it).
   manifest = src + "/Cargo.toml";
-  cargoToml = if builtins.pathExists manifest then builtins.fromTOML (builtins.readFile manifest) else { };
+  cargoToml =
+    if builtins.pathExists manifest then builtins.fromTOML (builtins.readFile manifest) else { };
   version' =
     if version != null then
       version
     else
-      cargoToml.package.version or cargoToml.workspace.package.version
-        or (throw "mkPgoBoltChain: ${toString manifest} names no package.version or workspace.package.version: give `version`");
+      cargoToml.package.version or cargoToml.workspace.package.version or (throw (
+        "mkPgoBoltChain: ${toString manifest} names no package.version or"
+        + " workspace.package.version: give `version`"
+      ));
   builder = import ./builder.nix {
     inherit pkgs src;
     version = version';
