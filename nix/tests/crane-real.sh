@@ -101,7 +101,7 @@ echo "crane-real: the chain with crane's hooks (logs: $out)"
 build trainer "${crane_pkg[@]}"
 build gateway-instrumented "${crane_pkg[@]}" "stage cargo-build: RUSTFLAGS='-Cprofile-generate="
 build gateway-instrumented.cargoArtifacts "no previous artifacts found, compressing and installing full archive"
-build gateway-profile "stage pgo-profile: done"
+build gateway-profile "stage gateway-profile: done"
 # The profile-use build: staged and resolved before any phase (deps and binary), then crane's
 # `cargo metadata` runs with the resolved flags.
 build gateway-pgo-build.cargoArtifacts "stage pgo-use-flags: profile" \
@@ -110,8 +110,8 @@ build gateway-pgo-build "${crane_pkg[@]}" "stage pgo-use-flags: profile" \
   "stage cargo-build: RUSTFLAGS='-Cprofile-use=/build/pgo-profile/profile.profdata" \
   "stage pgo-diagnostics: 0 PGO diagnostic line(s) kept"
 # The PGO gate, the stage after the build.
-build gateway-pgo "stage pgo-gate: gated binary:"
-build gateway-bolt-profile "stage bolt-profile: done"
+build gateway-pgo "stage gateway-pgo: gated binary:"
+build gateway-bolt-profile "stage gateway-bolt-profile: done"
 build gateway-pgo-bolt "stage gateway-pgo-bolt: done"
 build checks.pgo-proof
 build checks.closure
