@@ -100,6 +100,20 @@ pub(crate) fn passes_back(name: &HeaderName) -> bool {
         || n.starts_with("anthropic-ratelimit-")
 }
 
+/// Keeps in `headers` (an upstream response's) only what [`passes_back`] and `keep` allow. In
+/// place: an upstream sends a few headers that do not pass (date, server, content-length)
+/// beside several that do, so removing those costs less than building a map of the others.
+pub(crate) fn retain_passing_back(headers: &mut HeaderMap, keep: impl Fn(&HeaderName) -> bool) {
+    let dropped: Vec<HeaderName> = headers
+        .keys()
+        .filter(|n| !(passes_back(n) && keep(n)))
+        .cloned()
+        .collect();
+    for name in &dropped {
+        headers.remove(name);
+    }
+}
+
 /// An upstream key that cannot be sent as a header value (control bytes and the like).
 #[derive(Debug, thiserror::Error)]
 #[error("the upstream key is not a valid HTTP header value")]

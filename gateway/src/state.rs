@@ -1,6 +1,5 @@
 //! The compiled gateway: everything the hot path needs, built once from the config.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,7 +92,9 @@ pub(crate) enum SetupError {
 }
 
 pub(crate) struct State {
-    pub(crate) model_index: HashMap<Box<str>, usize>,
+    /// Looked up once per request with the client's model name: foldhash, not std's SipHash
+    /// (a fixed table from the config; lookups insert nothing, so flooding it is not a risk).
+    pub(crate) model_index: foldhash::HashMap<Box<str>, usize>,
     pub(crate) models: Vec<ModelEntry>,
     pub(crate) keys: Keys,
     /// Where the key's and model's limiters keep their buckets.
@@ -124,7 +125,7 @@ impl State {
         access_log: AccessLog,
         metrics: Arc<Metrics>,
     ) -> Result<State, SetupError> {
-        let model_index: HashMap<Box<str>, usize> = cfg
+        let model_index: foldhash::HashMap<Box<str>, usize> = cfg
             .models
             .iter()
             .enumerate()

@@ -78,11 +78,97 @@ struct EventUsage {
 
 /// Usage of a complete non-streaming response body; `None` if absent or unreadable.
 pub(crate) fn from_body(body: &[u8]) -> Option<Usage> {
-    if !contains_usage(body) {
-        return None;
+    match from_body_tail(body) {
+        Tail::Found(usage) => usage,
+        Tail::Absent => None,
+        Tail::Unproven => {
+            let parsed: WithUsage = serde_json::from_slice(body).ok()?;
+            parsed.usage.map(Usage::from)
+        }
     }
-    let parsed: WithUsage = serde_json::from_slice(body).ok()?;
-    parsed.usage.map(Usage::from)
+}
+
+enum Tail {
+    Found(Option<Usage>),
+    Absent,
+    Unproven,
+}
+
+/// All three dialects put `usage` among the last members of the body, after the content
+/// that makes up most of its bytes. So the last `"usage"` key is read where it stands, and
+/// only what follows it is checked: when that closes the object holding the key and nothing
+/// but whitespace follows, the object was the root. Anything else (a nested `usage`, a key
+/// whose quote is escaped, a long tail) is left to the full parse. Like that parse, the read
+/// needs the body to be JSON only as far as it reads it: the members before `usage` are not
+/// checked.
+fn from_body_tail(body: &[u8]) -> Tail {
+    /// Past this many bytes after the usage object, a full parse is as cheap as the check.
+    const MAX_TAIL: usize = 4096;
+    // Forward and vectorized (memchr's reverse search is not): the last match is the one.
+    let Some(at) = usage_finder().find_iter(body).last() else {
+        return Tail::Absent;
+    };
+    // In `\\"usage"` the quote is escaped: a string holding `"usage` ends there, not a key.
+    let backslashes = body[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+    if backslashes % 2 == 1 {
+        return Tail::Unproven;
+    }
+    let after_key = skip_ws(body, at + USAGE_KEY.len());
+    if body.get(after_key) != Some(&b':') {
+        return Tail::Unproven;
+    }
+    let value = &body[after_key + 1..];
+    let mut values = serde_json::Deserializer::from_slice(value).into_iter::<Option<UsageFields>>();
+    let Some(Ok(usage)) = values.next() else {
+        return Tail::Unproven;
+    };
+    let tail = &value[values.byte_offset()..];
+    if tail.len() > MAX_TAIL || !closes_root(tail) {
+        return Tail::Unproven;
+    }
+    Tail::Found(usage.map(Usage::from))
+}
+
+/// Whether `tail`, the bytes after a member's value, closes the object holding that member
+/// and then ends (whitespace aside). Strings are skipped whole, so brackets inside them do
+/// not count; in JSON, the object whose closing brace ends the text is the root.
+fn closes_root(tail: &[u8]) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < tail.len() {
+        match tail[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    match tail.get(i) {
+                        Some(b'\\') => i += 2,
+                        Some(b'"') => break,
+                        Some(_) => i += 1,
+                        None => return false,
+                    }
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth > 0 => depth -= 1,
+            b'}' => return tail[i + 1..].iter().all(|&b| is_json_ws(b)),
+            b']' => return false,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(|&b| is_json_ws(b)) {
+        at += 1;
+    }
+    at
+}
+
+/// JSON's whitespace (RFC 8259): not form feed, unlike `u8::is_ascii_whitespace`.
+fn is_json_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// Bytes of request JSON per token in estimates: English prose and code run at about four
@@ -133,9 +219,17 @@ impl StreamUsage {
     }
 }
 
+const USAGE_KEY: &[u8] = b"\"usage\"";
+
+/// Built once: a finder's set-up costs as much as searching a short event.
+fn usage_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(USAGE_KEY));
+    &FINDER
+}
+
 fn contains_usage(haystack: &[u8]) -> bool {
-    const NEEDLE: &[u8] = b"\"usage\"";
-    haystack.windows(NEEDLE.len()).any(|w| w == NEEDLE)
+    usage_finder().find(haystack).is_some()
 }
 
 #[cfg(test)]
@@ -199,6 +293,61 @@ mod tests {
     fn body_without_usage() {
         assert_eq!(from_body(br#"{"id":"x"}"#), None);
         assert_eq!(from_body(b"not json \"usage\""), None);
+    }
+
+    /// The tail read must agree with the full parse on every body, proven or not.
+    #[test]
+    fn tail_read_agrees_with_the_full_parse() {
+        let full = |b: &[u8]| {
+            serde_json::from_slice::<WithUsage>(b)
+                .ok()
+                .and_then(|p| p.usage.map(Usage::from))
+        };
+        let long = "x".repeat(5000);
+        let bodies: Vec<String> = vec![
+            // chat: usage, then two more members
+            r#"{"id":"c","choices":[{"message":{"content":"the usage"}}],"usage":{"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}},"service_tier":"default","system_fingerprint":"fp"}"#.into(),
+            // Anthropic: usage last
+            r#"{"id":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":4}}"#.into(),
+            // pretty-printed
+            "{\n  \"usage\" : {\"input_tokens\": 1, \"output_tokens\": 2} ,\n  \"user\": null\n}\n".into(),
+            // Responses: a nested `usage` key after the root's (in metadata)
+            r#"{"output":[],"usage":{"input_tokens":5,"output_tokens":6},"metadata":{"usage":"theirs"}}"#.into(),
+            // brackets and quotes inside the members after usage
+            r#"{"usage":{"prompt_tokens":4},"note":"}\"]{","list":[1,{"a":"]"}],"n":null}"#.into(),
+            r#"{"a":[{"usage":{"prompt_tokens":1}}]}"#.into(),
+            r#"{"usage":{"prompt_tokens":1}]"#.into(),
+            // only a nested usage
+            r#"{"choices":[{"usage":{"prompt_tokens":1}}],"id":"x"}"#.into(),
+            r#"{"choices":[],"meta":{"usage":{"prompt_tokens":1}}}"#.into(),
+            // usage as a string value, and inside strings
+            r#"{"content":"usage","usage":{"prompt_tokens":8}}"#.into(),
+            r#"{"content":"say \"usage\": {}"}"#.into(),
+            r#"{"usage":{"prompt_tokens":2},"content":"x\"usage\":{\"prompt_tokens\":99}}"}"#.into(),
+            // a key that ends in an escaped quote before usage
+            r#"{"a\"usage":{"prompt_tokens":7},"usage":{"prompt_tokens":1}}"#.into(),
+            r#"{"a\"usage":{"prompt_tokens":7}}"#.into(),
+            // usage first, then a long content: the full parse reads it
+            format!(r#"{{"usage":{{"output_tokens":3}},"content":"{long}"}}"#),
+            // null, wrong types, a root array, a truncated body
+            r#"{"id":"x","usage":null}"#.into(),
+            r#"{"usage":5}"#.into(),
+            r#"{"usage":{"prompt_tokens":"many"}}"#.into(),
+            r#"[{"usage":{"prompt_tokens":1}}]"#.into(),
+            r#"{"usage":{"prompt_tokens":1},"id":"#.into(),
+            r#"{"usage":{"prompt_tokens":1}}}"#.into(),
+        ];
+        for b in &bodies {
+            assert_eq!(from_body(b.as_bytes()), full(b.as_bytes()), "body: {b}");
+        }
+        // And the fast path is the one taken where the dialects put usage.
+        let brackets = bodies.iter().find(|b| b.contains("\"note\"")).unwrap();
+        for b in bodies[..3].iter().chain([brackets]) {
+            assert!(
+                matches!(from_body_tail(b.as_bytes()), Tail::Found(Some(_))),
+                "not read from the tail: {b}"
+            );
+        }
     }
 
     #[test]

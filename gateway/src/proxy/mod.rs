@@ -392,21 +392,18 @@ async fn respond(
     strip_usage: bool,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
-    let (parts, upstream_body) = resp.into_parts();
+    let (mut parts, upstream_body) = resp.into_parts();
+    let gzip = encoding::is_gzip(&parts.headers);
+    let sse = is_sse(&parts.headers);
     let mut out = Response::new(full(Bytes::new()));
     *out.status_mut() = parts.status;
-    let h = out.headers_mut();
-    for (name, value) in &parts.headers {
-        if headers::passes_back(name) {
-            h.append(name.clone(), value.clone());
-        }
-    }
-    set_request_ids(h, &c.request_id);
+    headers::retain_passing_back(&mut parts.headers, |_| true);
+    *out.headers_mut() = parts.headers;
+    set_request_ids(out.headers_mut(), &c.request_id);
     c.status = parts.status.as_u16();
-    let gzip = encoding::is_gzip(&parts.headers);
 
     // An error is buffered whatever its type, so that it can be redacted whole.
-    if parts.status.is_success() && is_sse(&parts.headers) {
+    if parts.status.is_success() && sse {
         c.stream = true;
         *out.body_mut() = http_body_util::BodyExt::boxed(AccountedStream::new(
             upstream_body,
@@ -471,9 +468,16 @@ async fn respond_translated(
     hub: &hub::Request,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
-    let (parts, upstream_body) = resp.into_parts();
+    let (mut parts, upstream_body) = resp.into_parts();
+    let gzip = encoding::is_gzip(&parts.headers);
+    let sse = is_sse(&parts.headers);
     let mut out = Response::new(full(Bytes::new()));
     *out.status_mut() = parts.status;
+    // The body is re-encoded: its type and encoding are the gateway's, not the upstream's.
+    headers::retain_passing_back(&mut parts.headers, |name| {
+        name != header::CONTENT_TYPE && name != header::CONTENT_ENCODING
+    });
+    *out.headers_mut() = parts.headers;
     let h = out.headers_mut();
     // Every drop is visible to the client, on every answer (TRANSLATION.md).
     if !c.dropped.is_empty() {
@@ -481,20 +485,10 @@ async fn respond_translated(
             h.insert(headers::X_GATEWAY_DROPPED_FIELDS, v);
         }
     }
-    for (name, value) in &parts.headers {
-        // The body is re-encoded: its type and encoding are the gateway's, not the upstream's.
-        if headers::passes_back(name)
-            && name != header::CONTENT_TYPE
-            && name != header::CONTENT_ENCODING
-        {
-            h.append(name.clone(), value.clone());
-        }
-    }
     set_request_ids(h, &c.request_id);
     c.status = parts.status.as_u16();
-    let gzip = encoding::is_gzip(&parts.headers);
 
-    if parts.status.is_success() && is_sse(&parts.headers) {
+    if parts.status.is_success() && sse {
         c.stream = true;
         out.headers_mut().insert(
             header::CONTENT_TYPE,
