@@ -210,6 +210,17 @@ bolt_gate() {
     BOLT_FLAGS="$2" KEEP_DEBUG_INFO="${KEEP_DEBUG:-0}" BIN_NAME=gateway OUT_DIR="$gate_dir/bolt-$1" \
     bash "$repo/nix/lib/stages/bolt-optimize.sh" >"$gate_dir/bolt-$1.out" 2>&1
 }
+# bolt_refused NAME PATTERN: after a bolt_gate NAME that failed, nothing was installed and
+# its log names the cause.
+bolt_refused() {
+  [ ! -e "$gate_dir/bolt-$1/bin/gateway" ] || fail "bolt gate $1 installed a binary"
+  grep -q -- "$2" "$gate_dir/bolt-$1.out" || {
+    cat "$gate_dir/bolt-$1.out"
+    fail "bolt gate $1 does not say '$2'"
+  }
+  grep -- "FAILED" "$gate_dir/bolt-$1.out" | head -n 1 | sed 's/^/  log: /'
+  echo "  ok: refused, nothing installed"
+}
 # A published or cached fdata applied to another PGO binary (issue 12: the fdata must match
 # the binary it optimizes), and one whose manifest does not say which binary it fits.
 other_sha=$(printf other | sha256sum | cut -d' ' -f1)
@@ -222,13 +233,7 @@ for c in "use-gnu-stack|-reorder-blocks=ext-tsp -use-gnu-stack|executable|" \
   if bolt_gate "$name" "$flags" "$gate_dir/norelocs" ${trained:+"$trained"}; then
     fail "bolt gate $name passed"
   fi
-  [ ! -e "$gate_dir/bolt-$name/bin/gateway" ] || fail "bolt gate $name installed a binary"
-  grep -q -- "$pattern" "$gate_dir/bolt-$name.out" || {
-    cat "$gate_dir/bolt-$name.out"
-    fail "bolt gate $name does not say '$pattern'"
-  }
-  grep -- "FAILED" "$gate_dir/bolt-$name.out" | head -n 1 | sed 's/^/  log: /'
-  echo "  ok: refused, nothing installed"
+  bolt_refused "$name" "$pattern"
 done
 
 # keepDebugInfo (issue 22): BOLT writes no DWARF unless told to rewrite it. Kept is asked for
@@ -239,15 +244,14 @@ cc -g -O2 -Wl,--emit-relocs "$gate_dir/d.c" -o "$gate_dir/debug-relocs"
 printf '#!/bin/bash\nargs=()\nfor a in "$@"; do [ "$a" = -update-debug-sections ] || args+=("$a"); done\nexec %s "${args[@]}"\n' \
   "$LLVM_BIN/llvm-bolt" >"$gate_dir/bolt-drops-debug"
 chmod +x "$gate_dir/bolt-drops-debug"
-for c in "debug-kept|1|-reorder-blocks=ext-tsp -update-debug-sections||kept" \
-  "debug-dropped|0|-reorder-blocks=ext-tsp||dropped" \
-  "debug-flag-missing|1|-reorder-blocks=ext-tsp|lack -update-debug-sections|" \
-  "debug-lost|1|-reorder-blocks=ext-tsp -update-debug-sections|lost it|" \
-  "debug-unasked|0|-reorder-blocks=ext-tsp -update-debug-sections|not told to update|"; do
-  IFS='|' read -r name keep flags pattern proven <<<"$c"
+# NAME|KEEP_DEBUG_INFO|BOLT_FLAGS|refusal (empty: builds)|the proof's debug_info|llvm-bolt
+for c in "debug-kept|1|-reorder-blocks=ext-tsp -update-debug-sections||kept|" \
+  "debug-dropped|0|-reorder-blocks=ext-tsp||dropped|" \
+  "debug-flag-missing|1|-reorder-blocks=ext-tsp|lack -update-debug-sections||" \
+  "debug-lost|1|-reorder-blocks=ext-tsp -update-debug-sections|lost it||$gate_dir/bolt-drops-debug" \
+  "debug-unasked|0|-reorder-blocks=ext-tsp -update-debug-sections|not told to update||"; do
+  IFS='|' read -r name keep flags pattern proven wrapper <<<"$c"
   echo "== gate: bolt $name (KEEP_DEBUG_INFO=$keep, $flags)"
-  wrapper=""
-  [ "$name" = debug-lost ] && wrapper=$gate_dir/bolt-drops-debug
   if KEEP_DEBUG=$keep BOLT_EXE=$wrapper bolt_gate "$name" "$flags" "$gate_dir/debug-relocs"; then
     [ -n "$proven" ] || fail "bolt gate $name passed"
     grep -q "\"debug_info\": \"$proven\"" "$gate_dir/bolt-$name/share/gateway/bolt-proof.json" ||
@@ -256,13 +260,7 @@ for c in "debug-kept|1|-reorder-blocks=ext-tsp -update-debug-sections||kept" \
     continue
   fi
   [ -z "$proven" ] || { cat "$gate_dir/bolt-$name.out"; fail "bolt $name failed"; }
-  [ ! -e "$gate_dir/bolt-$name/bin/gateway" ] || fail "bolt gate $name installed a binary"
-  grep -q -- "$pattern" "$gate_dir/bolt-$name.out" || {
-    cat "$gate_dir/bolt-$name.out"
-    fail "bolt gate $name does not say '$pattern'"
-  }
-  grep -- "FAILED" "$gate_dir/bolt-$name.out" | head -n 1 | sed 's/^/  log: /'
-  echo "  ok: refused, nothing installed"
+  bolt_refused "$name" "$pattern"
 done
 
 # A chain whose package is not named as its binary (ripgrep: package ripgrep, binary rg) and
