@@ -13,6 +13,9 @@
 #                  `trainer workload --shapes SHAPES BIN`, as in the Nix chain
 #                  (nix/gateway/workload.nix)
 #   TARGET_BASE    persistent cargo target dirs, one per flag set (default ./target/chain-local)
+#   ALLOCATOR      the gateway's global allocator: jemalloc, mimalloc or system (the cargo
+#                  feature alloc-NAME); default: the crate's default feature. The Nix chain's
+#                  `allocator` argument (nix/gateway/chain-args.nix) does the same.
 #
 # Each stage writes OUTDIR/<stage>.tmp and renames it only on success: a failed stage leaves
 # no result. Outside Nix the profile is copied to a content-named file before use, because
@@ -33,6 +36,12 @@ BOLT_RT_LIB=${BOLT_RT_LIB:-$(dirname "$LLVM_BIN")/lib/libbolt_rt_instr.a}
 READELF=${READELF:-$(command -v readelf || echo /usr/bin/readelf)}
 SHAPES=${SHAPES:-$repo/shapes}
 TARGET_BASE=${TARGET_BASE:-$repo/target/chain-local}
+gateway_args="-p gateway --bin gateway"
+case ${ALLOCATOR:-} in
+  '') ;;
+  jemalloc | mimalloc | system) gateway_args+=" --no-default-features --features alloc-$ALLOCATOR" ;;
+  *) echo "ALLOCATOR=$ALLOCATOR: choose jemalloc, mimalloc or system" >&2; exit 1 ;;
+esac
 export LLVM_PROFDATA LLVM_BOLT MERGE_FDATA BOLT_RT_LIB READELF SHAPES
 
 rustc_vv=$(rustc -vV)
@@ -62,7 +71,7 @@ cargo_stage() {
   local name=$1 flags=$2
   shift 2
   run_stage "$name" "$repo/scripts/cargo-stage.sh" SRC="$repo" BIN_NAME=gateway RUSTFLAGS="$flags" \
-    CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="-p gateway --bin gateway" \
+    CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="$gateway_args" \
     CARGO_TARGET_DIR="$TARGET_BASE/$name" "$@"
 }
 

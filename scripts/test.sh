@@ -5,8 +5,8 @@
 # .ci/run for the install lines).
 #
 # Tiers (each fails the run):
-#   lint        cargo fmt --check, clippy -D warnings (the workspace, bench/, tools/layering/
-#               and examples/textsearch), the layering of every crate in
+#   lint        cargo fmt --check, clippy -D warnings (the workspace and each allocator feature,
+#               bench/, tools/layering/ and examples/textsearch), the layering of every crate in
 #               tools/layering/layers.toml (gateway, trainer, bench)
 #   cargo-test  unit + integration tests of gateway, trainer, bench and tools/layering (real
 #               gateway processes against the mock upstream, replicas sharing rate limits on
@@ -67,6 +67,21 @@ layering=(--manifest-path tools/layering/Cargo.toml --target-dir "$repo/target")
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  # The global allocator is one alloc-* feature (gateway/src/main.rs): the others build
+  # lint-clean too, and two at once are refused at compile time, naming the fix.
+  for a in mimalloc system; do
+    cargo clippy -p gateway --bin gateway --no-default-features --features "alloc-$a" --locked \
+      -- -D warnings
+  done
+  local two
+  if two=$(cargo check -p gateway --bin gateway --features alloc-system --locked 2>&1); then
+    echo "lint: the gateway built with two global allocators (alloc-jemalloc + alloc-system)" >&2
+    return 1
+  fi
+  grep -q 'choose one global allocator' <<<"$two" || {
+    printf '%s\n' "$two" >&2
+    return 1
+  }
   cargo fmt --manifest-path bench/Cargo.toml -- --check
   cargo clippy "${bench[@]}" --all-targets --locked -- -D warnings
   cargo fmt --manifest-path tools/layering/Cargo.toml -- --check

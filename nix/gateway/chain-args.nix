@@ -14,6 +14,9 @@
 #             stand-in executable (tier d's failing workloads)
 #   perShape  true: train one derivation per training shape, then merge; false: one training
 #             derivation over all shapes
+#   allocator null: the crate's default global allocator (gateway/Cargo.toml's default feature);
+#             "jemalloc", "mimalloc" or "system": that one (the cargo feature alloc-NAME) in
+#             every stage, so the profiles train the binary that ships
 {
   pkgs,
   runStage,
@@ -23,8 +26,14 @@
   valgrind,
   workload ? null,
   perShape ? true,
+  allocator ? null,
 }:
 let
+  allocators = [
+    "jemalloc"
+    "mimalloc"
+    "system"
+  ];
   gatewayWorkload = import ./workload.nix {
     inherit
       pkgs
@@ -38,8 +47,17 @@ let
   # shapes`, naming the directory).
   fanOut = perShape && workload == null && gatewayWorkload.workloads != { };
 in
+assert
+  allocator == null
+  || builtins.elem allocator allocators
+  || throw (
+    "gatewayChain: allocator = \"${toString allocator}\": choose one of "
+    + "jemalloc, mimalloc, system (or null: the crate's default)"
+  );
 {
   binName = "gateway";
+  ${if allocator == null then null else "cargoExtraArgs"} =
+    "-p gateway --bin gateway --no-default-features --features alloc-${allocator}";
   workload =
     if workload != null then
       "${workload}"

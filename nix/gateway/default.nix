@@ -9,8 +9,8 @@
 #   mkPgoBoltChain  lib.mkPgoBoltChain (../lib/mkPgoBoltChain.nix) as the caller applied it
 #   root            the repository
 #   valgrind        absolute path of valgrind (the holdout gate counts instructions)
-#   args            the caller's choices, each optional: shapes, workload, perShape, profile,
-#                   boltProfile
+#   args            the caller's choices, each optional: shapes, workload, perShape, allocator,
+#                   profile, boltProfile
 #                   (docs/chain.md "The gateway's chain")
 #
 # Returns the chain's outputs (gateway, gateway-instrumented, ... gateway-pgo-bolt) with
@@ -33,11 +33,13 @@ let
       shapes = args.shapes or source.shapes;
       workload = args.workload or null;
       perShape = args.perShape or true;
+      allocator = args.allocator or null;
     }
     // builtins.removeAttrs args [
       "shapes"
       "workload"
       "perShape"
+      "allocator"
     ]
     // {
       inherit pkgs craneLib;

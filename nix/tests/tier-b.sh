@@ -322,6 +322,27 @@ n_training=$(grep -L -E '^holdout *= *true' "$repo"/shapes/*.toml | wc -l)
 expect "gatewayChain { perShape = false; }" "$out" "[false,\"$n_training\",\"/nix/store/"
 expect "gatewayChain { perShape = false; }" "$out" '-gateway-workload",false]'
 
+echo "== lib.gatewayChain { allocator = \"mimalloc\"; }: every cargo stage builds that allocator"
+# Per build: does its build phase run cargo with the allocator's feature, alone?
+out=$(ev --impure --json "$flake#lib" --apply "lib:
+  let c = lib.gatewayChain \"x86_64-linux\" { allocator = \"mimalloc\"; };
+      d = lib.gatewayChain \"x86_64-linux\" { };
+      has = s: d: builtins.length (builtins.split s d.buildPhase) > 1;
+      mi = \"--locked -p gateway --bin gateway --no-default-features --features alloc-mimalloc\";
+  in [ (has mi c.gateway) (has mi c.gateway-instrumented) (has mi c.gateway-pgo-build)
+       (has mi c.gateway-pgo-build.cargoArtifacts) (has \"--features\" d.gateway-pgo-build)
+       (has \"--locked -p gateway --bin gateway\" d.gateway-pgo-build) ]") ||
+  fail "lib.gatewayChain { allocator = \"mimalloc\"; } does not evaluate"
+[ "$out" = '[true,true,true,true,false,true]' ] &&
+  echo "  ok: plain, instrumented, PGO and its dependencies build alloc-mimalloc; the default chain no feature" ||
+  fail "allocator = \"mimalloc\" does not reach every cargo build (plain, instrumented, pgo-build, its deps; default): $out"
+# A name that is not one of the crate's allocator features fails at evaluation, naming them.
+if refused=$(nix eval "${nixf[@]}" --impure --json "$flake#lib" --apply 'lib: (lib.gatewayChain
+    "x86_64-linux" { allocator = "tcmalloc"; }).gateway.drvPath' 2>&1); then
+  fail "gatewayChain { allocator = \"tcmalloc\"; } evaluated"
+fi
+expect "allocator = \"tcmalloc\" refused" "$refused" "choose one of jemalloc, mimalloc, system"
+
 echo "== lib.gatewayChain on the user's own shapes (nix/tests/fixtures/user-shapes)"
 user_shapes="$repo/nix/tests/fixtures/user-shapes"
 out=$(ev --impure --json "$flake#lib" --apply "lib:
