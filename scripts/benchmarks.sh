@@ -9,6 +9,8 @@
 #   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90), then
 #              three replicas sharing rate limits on a real redis-server (SOAK_SHARED_SECONDS,
 #              default 30)
+#   allocators every allocator x {plain, PGO, PGO+BOLT}, each from its own chain
+#              (scripts/bench-allocators.sh; the default allocator's chain is the one above)
 # and writes BENCHMARKS.md with `bench report`.
 #
 # Usage: scripts/benchmarks.sh [RESULTS_DIR]          (default ./out/bench)
@@ -21,7 +23,9 @@
 #   AB_ROUNDS AB_WINDOWS AB_WINDOW_S   throughput schedule (default 3 3 2)
 #   BENCHMARKS_MD  where to write (default ./BENCHMARKS.md)
 #   DILUTION=0   skip the dilution check (its extra PGO build is the longest step after the chain)
-# Takes ~40 min on a 2-core VM from cold (chain ~20, measurements ~15).
+#   ALLOC=0      skip the allocator cell (two more chains); ALLOCATORS, ALLOC_OUT, CALLGRIND_BIG,
+#                SOAK_ALLOC_SECONDS as scripts/bench-allocators.sh reads them
+# Takes ~100 min on a 2-core VM from cold (three chains ~45, measurements ~50).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 results=${1:-$repo/out/bench}
@@ -50,9 +54,13 @@ chain_note="built by this run"
 if [ -n "${CHAIN_OUT:-}" ]; then
   chain_note="reused CHAIN_OUT (built by scripts/chain-local.sh, stage timings from $(date -u -r "$CHAIN_OUT/stage-timings.txt" +%Y-%m-%dT%H:%MZ 2>/dev/null || echo '?'))"
 else
-  CHAIN_OUT="$results/chain"
+  # The default allocator's chain, which the allocator cell reuses as its row.
+  default_alloc=$(sed -nE 's/^default = \["alloc-([a-z]+)"\]/\1/p' "$repo/gateway/Cargo.toml")
+  CHAIN_OUT="${ALLOC_OUT:=$results/alloc-chain}/$default_alloc"
+  export ALLOC_OUT
   log "chain (scripts/chain-local.sh) into $CHAIN_OUT"
-  TRAINER="$trainer" TARGET_BASE="${TARGET_BASE:-$results/chain-target}" \
+  ALLOCATOR=$default_alloc TRAINER="$trainer" \
+    TARGET_BASE="${TARGET_BASE:-$results/chain-target}/alloc-$default_alloc" \
     bash "$repo/scripts/chain-local.sh" "$CHAIN_OUT"
 fi
 plain="$CHAIN_OUT/gateway/bin/gateway"
@@ -138,6 +146,12 @@ log "replicas sharing rate limits on Redis"
 "$BENCH" soak-shared --gateway "$plain" --duration-s "${SOAK_SHARED_SECONDS:-30}" \
   --work-dir "$results/soak-shared" --json "$results/soak-shared.json"
 
+if [ "${ALLOC:-1}" != 0 ]; then
+  log "allocator x PGO x BOLT (scripts/bench-allocators.sh)"
+  BENCH="$BENCH" TRAINER="$trainer" TARGET_BASE="${TARGET_BASE:-$results/chain-target}" \
+    bash "$repo/scripts/bench-allocators.sh" "$results"
+fi
+
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "commit: $(git -C "$repo" rev-parse --short=12 HEAD)$(git -C "$repo" diff --quiet HEAD -- gateway trainer shapes Cargo.lock || echo ' (+ uncommitted changes)')"
@@ -155,6 +169,11 @@ log "replicas sharing rate limits on Redis"
 
 "$BENCH" report --results "$results" --out "$out_md"
 log "wrote $out_md"
+# The crate's default allocator follows the data (the report states the rule and its pick).
+if grep -q 'it does \*\*NOT\*\* follow the recommendation' "$out_md"; then
+  echo "the crate's default allocator does not follow BENCHMARKS.md's recommendation" >&2
+  exit 1
+fi
 if [ "$holdout_rc" != 0 ]; then
   echo "holdout gate FAILED (see $results/holdout.json)" >&2
   exit "$holdout_rc"

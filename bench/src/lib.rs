@@ -2,7 +2,7 @@
 //! callgrind instruction counts (`callgrind`), the holdout gate (`holdout`), idle RSS
 //! (`rss`), a keep-alive load check (`load`), the soak and fault run (`soak`), replicas
 //! sharing rate limits on Redis (`soak_shared`), translated
-//! paths beside passthrough (`translated`) and the markdown report (`report`); `cli` is the
+//! paths beside passthrough (`translated`), the allocator x PGO x BOLT matrix (`allocators`) and the markdown report (`report`); `cli` is the
 //! `bench` command line. Outside the chain's cargo workspace: the chain's training workload
 //! (`trainer workload`) never uses it.
 //!
@@ -10,6 +10,7 @@
 //! ephemeral ports (through `trainer::launch`), so it works in a sandbox and next to other
 //! runs.
 pub mod ab;
+mod allocators;
 pub mod callgrind;
 pub mod cli;
 mod config;

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::ab::{AbReport, CONTROL};
+use crate::allocators;
 use crate::callgrind::CallgrindReport;
 use crate::holdout::GateResult;
 use crate::load::LoadReport;
@@ -420,6 +421,20 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
         _ => s.push_str(NOT_MEASURED),
     }
 
+    s.push_str("\n## Allocator x PGO x BOLT\n\n");
+    match allocators::load(dir)? {
+        Some(m) => {
+            s.push_str(&allocators::markdown(&m));
+            if let Some(ab) = &m.ab {
+                s.push_str("\nThroughput (noisy, report only):\n\n");
+                s.push_str(&ab_markdown(ab));
+            }
+            s.push('\n');
+            s.push_str(&allocators::recommendation_markdown(&m));
+        }
+        None => s.push_str(NOT_MEASURED),
+    }
+
     s.push_str("\n## Build cost (wall time of each chain stage, same run; noisy)\n\n");
     match std::fs::read_to_string(dir.join(BUILD_TIMES)) {
         Ok(t) => s.push_str(&build_times_markdown(&t)?),
@@ -479,7 +494,7 @@ mod tests {
         std::fs::write(d.join(META), "date: 2026-01-01\ncommit: abc\n").unwrap();
         let doc = document(&d).unwrap();
         assert!(doc.contains("- date: `2026-01-01`"));
-        assert_eq!(doc.matches("Not measured in this run").count(), 10);
+        assert_eq!(doc.matches("Not measured in this run").count(), 11);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
