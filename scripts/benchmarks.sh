@@ -9,6 +9,7 @@
 #   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90), then
 #              three replicas sharing rate limits on a real redis-server (SOAK_SHARED_SECONDS,
 #              default 30)
+#   bolt flags BOLT flag sets on the chain's PGO binary and profile (scripts/bench-bolt-flags.sh)
 #   allocators every allocator x {plain, PGO, PGO+BOLT}, each from its own chain
 #              (scripts/bench-allocators.sh; the default allocator's chain is the one above)
 # and writes BENCHMARKS.md with `bench report`.
@@ -23,6 +24,7 @@
 #   AB_ROUNDS AB_WINDOWS AB_WINDOW_S   throughput schedule (default 3 3 2)
 #   BENCHMARKS_MD  where to write (default ./BENCHMARKS.md)
 #   DILUTION=0   skip the dilution check (its extra PGO build is the longest step after the chain)
+#   BOLT_STUDY=0 skip the BOLT flag study
 #   ALLOC=0      skip the allocator cell (two more chains); ALLOCATORS, ALLOC_OUT, CALLGRIND_BIG,
 #                SOAK_ALLOC_SECONDS as scripts/bench-allocators.sh reads them
 # Takes ~100 min on a 2-core VM from cold (three chains ~45, measurements ~50).
@@ -146,6 +148,10 @@ log "replicas sharing rate limits on Redis"
 "$BENCH" soak-shared --gateway "$plain" --duration-s "${SOAK_SHARED_SECONDS:-30}" \
   --work-dir "$results/soak-shared" --json "$results/soak-shared.json"
 
+if [ "${BOLT_STUDY:-1}" != 0 ]; then
+  log "BOLT flag study (scripts/bench-bolt-flags.sh)"
+  BENCH="$BENCH" bash "$repo/scripts/bench-bolt-flags.sh" "$results" "$CHAIN_OUT"
+fi
 if [ "${ALLOC:-1}" != 0 ]; then
   log "allocator x PGO x BOLT (scripts/bench-allocators.sh)"
   BENCH="$BENCH" TRAINER="$trainer" TARGET_BASE="${TARGET_BASE:-$results/chain-target}" \
@@ -169,6 +175,11 @@ fi
 
 "$BENCH" report --results "$results" --out "$out_md"
 log "wrote $out_md"
+# The chain's default BOLT flags follow the data (the report states the rule and its pick).
+if grep -q 'do \*\*NOT\*\* follow the data' "$out_md"; then
+  echo "the chain's default BOLT flags (nix/lib/bolt-flags.txt) do not follow BENCHMARKS.md's pick" >&2
+  exit 1
+fi
 # The crate's default allocator follows the data (the report states the rule and its pick).
 if grep -q 'it does \*\*NOT\*\* follow the recommendation' "$out_md"; then
   echo "the crate's default allocator does not follow BENCHMARKS.md's recommendation" >&2

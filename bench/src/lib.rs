@@ -2,7 +2,8 @@
 //! callgrind instruction counts (`callgrind`), the holdout gate (`holdout`), idle RSS
 //! (`rss`), a keep-alive load check (`load`), the soak and fault run (`soak`), replicas
 //! sharing rate limits on Redis (`soak_shared`), translated
-//! paths beside passthrough (`translated`), the allocator x PGO x BOLT matrix (`allocators`) and the markdown report (`report`); `cli` is the
+//! paths beside passthrough (`translated`), the allocator x PGO x BOLT matrix (`allocators`), the BOLT flag
+//! study (`bolt_flags`) and the markdown report (`report`); `cli` is the
 //! `bench` command line. Outside the chain's cargo workspace: the chain's training workload
 //! (`trainer workload`) never uses it.
 //!
@@ -11,6 +12,7 @@
 //! runs.
 pub mod ab;
 mod allocators;
+mod bolt_flags;
 pub mod callgrind;
 pub mod cli;
 mod config;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::ab::{AbReport, CONTROL};
 use crate::allocators;
+use crate::bolt_flags;
 use crate::callgrind::CallgrindReport;
 use crate::holdout::GateResult;
 use crate::load::LoadReport;
@@ -421,6 +422,20 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
         _ => s.push_str(NOT_MEASURED),
     }
 
+    s.push_str("\n## What BOLT is worth: the flag study (stable)\n\n");
+    match bolt_flags::load(dir)? {
+        Some(st) => {
+            s.push_str(&bolt_flags::markdown(&st));
+            s.push_str("\n<details><summary>Each shape, every set</summary>\n\n");
+            for r in &st.shapes {
+                s.push_str(&callgrind_markdown(r));
+                s.push('\n');
+            }
+            s.push_str("</details>\n");
+        }
+        None => s.push_str(NOT_MEASURED),
+    }
+
     s.push_str("\n## Allocator x PGO x BOLT\n\n");
     match allocators::load(dir)? {
         Some(m) => {
@@ -494,7 +509,7 @@ mod tests {
         std::fs::write(d.join(META), "date: 2026-01-01\ncommit: abc\n").unwrap();
         let doc = document(&d).unwrap();
         assert!(doc.contains("- date: `2026-01-01`"));
-        assert_eq!(doc.matches("Not measured in this run").count(), 11);
+        assert_eq!(doc.matches("Not measured in this run").count(), 12);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -63,16 +63,10 @@
   version,
   cargoExtraArgs ? "-p ${package} --bin ${binName}",
   extraRustflags ? "",
-  boltFlags ? [
-    "-reorder-blocks=ext-tsp"
-    "-reorder-functions=cdsort"
-    "-split-functions"
-    "-split-all-cold"
-    "-split-eh"
-    # -icf=1 is deprecated in BOLT 22.
-    "-icf=all"
-    "-dyno-stats"
-  ],
+  # ./bolt-flags.txt, one flag a line (BENCHMARKS.md's BOLT flag study measures the choice).
+  boltFlags ? builtins.filter (l: l != "" && builtins.match "#.*" l == null) (
+    builtins.filter builtins.isString (builtins.split "\n" (builtins.readFile ./bolt-flags.txt))
+  ),
   # Added to boltFlags, so that one more flag does not mean copying the defaults.
   extraBoltFlags ? [ ],
   # BOLT drops the DWARF sections unless told to rewrite them; kept by default, so that a

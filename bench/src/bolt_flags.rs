@@ -1,0 +1,343 @@
+//! What BOLT is worth: BOLT flag sets applied to the same PGO binary with the same profile,
+//! measured side by side, and the set the data picks for the chain's default.
+//!
+//! `scripts/bench-bolt-flags.sh` writes under `bolt/` of a results directory:
+//! - `flags.tsv`: `set<TAB>flags<TAB>hot_bytes<TAB>cold_bytes` (the split BOLT reported);
+//! - `callgrind-<shape>.json`: the PGO binary (`pgo`, the baseline) and every set;
+//! - `default-flags.txt`: the chain's default flags (`nix/lib/bolt-flags.txt`) at the time;
+//! - `i1-top.txt`: I1 misses by function, PGO beside the default set.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::callgrind::CallgrindReport;
+
+/// The results' subdirectory.
+pub(crate) const DIR: &str = "bolt";
+/// The set that holds the chain's default flags.
+pub(crate) const DEFAULT: &str = "default";
+/// The PGO binary every set rewrites: the baseline of the ratios.
+const PGO: &str = "pgo";
+/// The issue's target on the benchmarked shape: PGO+BOLT I1 misses over PGO's.
+pub(crate) const I1_TARGET: f64 = 0.85;
+const TARGET_SHAPE: &str = "chat-nonstream-minimal";
+/// A set may cost at most this much more instructions than the set with the fewest.
+const IR_SLACK: f64 = 0.005;
+/// Within this of the fewest I1 misses, the chain's current default stays.
+const I1_TIE: f64 = 0.005;
+
+const RULE: &str = "Pick: the fewest simulated I1 misses per request (geometric mean of the \
+ratio to PGO over the three shapes) among the sets within 0.5% of the fewest instructions; \
+within 0.5% of those misses, the chain's current default stays.";
+
+#[derive(Debug)]
+pub(crate) struct FlagSet {
+    pub(crate) name: String,
+    pub(crate) flags: String,
+    pub(crate) hot_bytes: Option<u64>,
+    pub(crate) cold_bytes: Option<u64>,
+}
+
+pub(crate) struct Study {
+    pub(crate) sets: Vec<FlagSet>,
+    pub(crate) shapes: Vec<CallgrindReport>,
+    pub(crate) default_flags: Option<String>,
+    pub(crate) i1_top: Option<String>,
+}
+
+/// The study under `results/bolt`, or `None` when it was not measured.
+pub(crate) fn load(results: &Path) -> Result<Option<Study>, String> {
+    let dir = results.join(DIR);
+    let tsv = match std::fs::read_to_string(dir.join("flags.tsv")) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", dir.join("flags.tsv").display())),
+    };
+    let sets = parse_sets(&tsv)?;
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("callgrind-") && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    let mut shapes = Vec::new();
+    for n in names {
+        let p = dir.join(&n);
+        let t = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        shapes.push(serde_json::from_str(&t).map_err(|e| format!("{}: {e}", p.display()))?);
+    }
+    let read = |n: &str| {
+        std::fs::read_to_string(dir.join(n))
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    Ok(Some(Study {
+        sets,
+        shapes,
+        default_flags: read("default-flags.txt"),
+        i1_top: read("i1-top.txt"),
+    }))
+}
+
+fn parse_sets(tsv: &str) -> Result<Vec<FlagSet>, String> {
+    let num = |s: Option<&str>| s.and_then(|s| s.trim().parse().ok());
+    tsv.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut cols = l.split('\t');
+            let (Some(name), Some(flags)) = (cols.next(), cols.next()) else {
+                return Err(format!("flags.tsv: expected set<TAB>flags..., got {l:?}"));
+            };
+            Ok(FlagSet {
+                name: name.to_owned(),
+                flags: flags.to_owned(),
+                hot_bytes: num(cols.next()),
+                cold_bytes: num(cols.next()),
+            })
+        })
+        .collect()
+}
+
+fn geomean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
+        return None;
+    }
+    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
+impl Study {
+    /// Geometric mean over the shapes of `set`'s `event` per request over PGO's.
+    fn ratio(&self, set: &str, event: &str) -> Option<f64> {
+        let xs: Option<Vec<f64>> = self
+            .shapes
+            .iter()
+            .map(|r| r.ratio(set, PGO, event))
+            .collect();
+        geomean(&xs?)
+    }
+
+    /// Mispredictions (conditional + indirect) per request over PGO's, geometric mean.
+    fn mispredict_ratio(&self, set: &str) -> Option<f64> {
+        let m = |r: &CallgrindReport, v: &str| {
+            let c = r.get(v)?;
+            Some(c.per_request.get("Bcm")? + c.per_request.get("Bim")?)
+        };
+        let xs: Option<Vec<f64>> = self
+            .shapes
+            .iter()
+            .map(|r| Some(m(r, set)? / m(r, PGO)?))
+            .collect();
+        geomean(&xs?)
+    }
+
+    fn target_ratio(&self, set: &str) -> Option<f64> {
+        self.shapes
+            .iter()
+            .find(|r| r.shape == TARGET_SHAPE)?
+            .ratio(set, PGO, "I1mr")
+    }
+
+    /// The set the rule picks.
+    pub(crate) fn pick(&self) -> Result<&FlagSet, String> {
+        let scored: Vec<(&FlagSet, f64, f64)> = self
+            .sets
+            .iter()
+            .map(|s| {
+                let ir = self.ratio(&s.name, "Ir");
+                let i1 = self.ratio(&s.name, "I1mr");
+                match (ir, i1) {
+                    (Some(ir), Some(i1)) => Ok((s, ir, i1)),
+                    _ => Err(format!("set {} is not measured on every shape", s.name)),
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let fewest_ir = scored.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+        let eligible: Vec<_> = scored
+            .iter()
+            .filter(|s| s.1 <= fewest_ir * (1.0 + IR_SLACK))
+            .collect();
+        let best = eligible
+            .iter()
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+            .ok_or("no BOLT set measured")?;
+        Ok(eligible
+            .iter()
+            .find(|s| s.0.name == DEFAULT && s.2 <= best.2 * (1.0 + I1_TIE))
+            .unwrap_or(best)
+            .0)
+    }
+}
+
+fn f3(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+/// The summary table, the rule, its pick and the target.
+pub(crate) fn markdown(st: &Study) -> String {
+    let shapes: Vec<&str> = st.shapes.iter().map(|r| r.shape.as_str()).collect();
+    let mut s = format!(
+        "Every set rewrites the same PGO binary with the same `.fdata` through the chain's BOLT \
+         stage (`nix/lib/stages/bolt-optimize.sh`); callgrind as above on {}. Ratios are to the \
+         PGO binary, geometric means over those shapes; hot and cold bytes are BOLT's own \
+         report of its split (`splitting separates N hot bytes from M cold bytes`).\n\n",
+        shapes
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "| set | I1 misses | LL i-misses | instructions | mispredicts | I1 on `{TARGET_SHAPE}` \
+         | hot bytes | cold bytes | flags |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    );
+    for set in &st.sets {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            set.name,
+            f3(st.ratio(&set.name, "I1mr")),
+            f3(st.ratio(&set.name, "ILmr")),
+            f3(st.ratio(&set.name, "Ir")),
+            f3(st.mispredict_ratio(&set.name)),
+            f3(st.target_ratio(&set.name)),
+            set.hot_bytes.map_or("-".into(), |b| b.to_string()),
+            set.cold_bytes.map_or("-".into(), |b| b.to_string()),
+            set.flags
+        );
+    }
+    let _ = writeln!(s, "\n{RULE}\n");
+    match st.pick() {
+        Ok(p) => {
+            let target = st.target_ratio(&p.name);
+            let _ = writeln!(
+                s,
+                "Picked: **{}** (`{}`). Target PGO+BOLT I1 misses <= {I1_TARGET:.2}x PGO's on \
+                 `{TARGET_SHAPE}`: {} -> {}.\n",
+                p.name,
+                p.flags,
+                f3(target),
+                match target {
+                    Some(x) if x <= I1_TARGET => "met",
+                    Some(_) => "NOT met",
+                    None => "not measured",
+                }
+            );
+            match &st.default_flags {
+                Some(d) if *d == p.flags => {
+                    s.push_str("The chain's default flags (`nix/lib/bolt-flags.txt`) are the pick's: they follow the data.\n");
+                }
+                Some(d) => {
+                    let _ = writeln!(
+                        s,
+                        "The chain's default flags (`nix/lib/bolt-flags.txt`: `{d}`) do **NOT** \
+                         follow the data."
+                    );
+                }
+                None => s.push_str("The chain's default flags were not recorded.\n"),
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(s, "No pick: {e}.");
+        }
+    }
+    if let Some(top) = &st.i1_top {
+        let _ = writeln!(
+            s,
+            "\nWhere the I1 misses are on `{TARGET_SHAPE}` (self I1 misses and instructions per \
+             function over the large run, start-up included):\n\n```\n{top}\n```"
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::callgrind::report_of;
+
+    /// A study whose sets have these (instructions, I1 misses) per request; PGO has (100, 100).
+    fn study(sets: &[(&str, f64, f64)], default_flags: &str) -> Study {
+        let mut shapes = Vec::new();
+        for shape in [TARGET_SHAPE, "other"] {
+            let mut irs = vec![(PGO, 100.0)];
+            irs.extend(sets.iter().map(|(n, ir, _)| (*n, *ir)));
+            let mut r = report_of(shape, &irs);
+            for v in &mut r.variants {
+                let i1 = sets.iter().find(|s| s.0 == v.name).map_or(100.0, |s| s.2);
+                v.per_request.insert("I1mr".into(), i1);
+                v.per_request.insert("Bcm".into(), 10.0);
+                v.per_request.insert("Bim".into(), 1.0);
+            }
+            shapes.push(r);
+        }
+        Study {
+            sets: sets
+                .iter()
+                .map(|(n, _, _)| FlagSet {
+                    name: (*n).into(),
+                    flags: format!("-{n}"),
+                    hot_bytes: Some(1000),
+                    cold_bytes: None,
+                })
+                .collect(),
+            shapes,
+            default_flags: Some(default_flags.into()),
+            i1_top: None,
+        }
+    }
+
+    #[test]
+    fn fewest_i1_misses_among_sets_that_keep_instructions() {
+        // `split` has the fewest misses but costs 2% more instructions: not eligible.
+        let st = study(
+            &[
+                (DEFAULT, 99.0, 92.0),
+                ("split", 101.0, 70.0),
+                ("peep", 99.2, 84.0),
+            ],
+            "-default",
+        );
+        assert_eq!(st.pick().unwrap().name, "peep");
+        let md = markdown(&st);
+        assert!(md.contains("Picked: **peep**"), "{md}");
+        assert!(md.contains("0.840 -> met"), "{md}");
+        assert!(md.contains("do **NOT** follow the data"), "{md}");
+        assert!(md.contains("| split | 0.700 | - | 1.010 | 1.000 | 0.700 | 1000 | - | `-split` |"));
+    }
+
+    #[test]
+    fn the_default_stays_within_the_tie() {
+        let st = study(&[(DEFAULT, 99.0, 90.2), ("peep", 99.0, 90.0)], "-default");
+        assert_eq!(st.pick().unwrap().name, DEFAULT);
+        let md = markdown(&st);
+        assert!(md.contains("0.902 -> NOT met"), "{md}");
+        assert!(md.contains("follow the data.\n"), "{md}");
+    }
+
+    #[test]
+    fn a_set_missing_on_a_shape_refuses_a_pick() {
+        let mut st = study(&[(DEFAULT, 99.0, 90.0)], "-default");
+        st.shapes[1].variants.retain(|v| v.name != DEFAULT);
+        assert!(st
+            .pick()
+            .unwrap_err()
+            .contains("not measured on every shape"));
+    }
+
+    #[test]
+    fn flags_tsv_parses_with_and_without_split_bytes() {
+        let sets =
+            parse_sets("set\tflags\thot_bytes\tcold_bytes\na\t-x -y\t10\t20\nb\t-z\t\t\n").unwrap();
+        assert_eq!(sets.len(), 2);
+        assert_eq!(
+            (sets[0].hot_bytes, sets[0].cold_bytes),
+            (Some(10), Some(20))
+        );
+        assert_eq!((sets[1].flags.as_str(), sets[1].hot_bytes), ("-z", None));
+        assert!(parse_sets("h\nonly-a-name\n").is_err());
+    }
+}
