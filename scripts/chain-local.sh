@@ -12,6 +12,8 @@
 #   SHAPES         the shapes directory (default ./shapes): the gateway's workload is
 #                  `trainer workload --shapes SHAPES BIN`, as in the Nix chain
 #                  (nix/gateway/workload.nix)
+#   RESUME=1       keep the stages an earlier run into OUTDIR published (each stage's output
+#                  is published only on success) and run the rest
 #   TARGET_BASE    persistent cargo target dirs, one per flag set (default ./target/chain-local)
 #   ALLOCATOR      the gateway's global allocator: jemalloc, mimalloc or system (the cargo
 #                  feature alloc-NAME); default: the crate's default feature. The Nix chain's
@@ -54,12 +56,17 @@ if [ "$rustc_major" != "$profdata_major" ]; then
 fi
 
 timings="$outdir/stage-timings.txt"
-: >"$timings"
+[ "${RESUME:-0}" = 1 ] || : >"$timings"
 # run_stage NAME SCRIPT [VAR=VALUE...]: one stage into OUTDIR/NAME, published on success.
-# SCRIPT is a path, or a name under nix/lib/stages/.
+# SCRIPT is a path, or a name under nix/lib/stages/. With RESUME=1 a stage whose OUTDIR/NAME
+# exists (published, so it succeeded) is kept: a run that failed late goes on from there.
 run_stage() {
   local name=$1 script=$2 t0
   shift 2
+  if [ "${RESUME:-0}" = 1 ] && [ -d "$outdir/$name" ]; then
+    echo "$name: kept from an earlier run (RESUME=1)"
+    return
+  fi
   case $script in /*) ;; *) script="$stages/$script" ;; esac
   t0=$(date +%s)
   rm -rf "${outdir:?}/$name" "$outdir/$name.tmp"
@@ -113,10 +120,13 @@ run_stage gateway-pgo pgo-gate.sh PGO_BUILD="$outdir/gateway-pgo-build" PROFILE_
 
 run_stage gateway-bolt-profile bolt-profile.sh BIN="$outdir/gateway-pgo/bin/gateway" \
   MIN_FDATA_BYTES=16384
+# KEEP_DEBUG_INFO=0 and the flags of nix/lib/bolt-flags.txt: the gateway's chain's
+# (nix/gateway/chain-args.nix keepDebugInfo = false, nix/lib/chain.nix boltFlags).
 run_stage gateway-pgo-bolt bolt-optimize.sh PGO_BIN="$outdir/gateway-pgo/bin/gateway" \
   PGO_PROOF="$outdir/gateway-pgo/share/gateway/pgo-proof.json" \
   FDATA="$outdir/gateway-bolt-profile/gateway.fdata" \
   FDATA_MANIFEST="$outdir/gateway-bolt-profile/manifest.json" BIN_NAME=gateway \
+  KEEP_DEBUG_INFO=0 \
   BOLT_FLAGS="$(grep -vE '^\s*(#|$)' "$repo/nix/lib/bolt-flags.txt" | paste -sd ' ' -)"
 STAGE_NAME=check-pgo-proof RESULT="$outdir/gateway-pgo-bolt" PROFILE_DIR="$outdir/gateway-profile" \
   BOLT_PROFILE="$outdir/gateway-bolt-profile" BIN_NAME=gateway bash "$stages/check-proofs.sh"
