@@ -9,6 +9,8 @@
 #   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90), then
 #              three replicas sharing rate limits on a real redis-server (SOAK_SHARED_SECONDS,
 #              default 30)
+#   hot path   the gateway of HOTPATH_BASE beside this one, each through the chain
+#              (scripts/bench-hotpath.sh), when HOTPATH_BASE is given
 #   bolt flags BOLT flag sets on the chain's PGO binary and profile (scripts/bench-bolt-flags.sh)
 #   allocators every allocator x {plain, PGO, PGO+BOLT}, each from its own chain
 #              (scripts/bench-allocators.sh; the default allocator's chain is the one above)
@@ -24,6 +26,8 @@
 #   AB_ROUNDS AB_WINDOWS AB_WINDOW_S   throughput schedule (default 3 3 2)
 #   BENCHMARKS_MD  where to write (default ./BENCHMARKS.md)
 #   DILUTION=0   skip the dilution check (its extra PGO build is the longest step after the chain)
+#   HOTPATH_BASE a commit before the hot-path work: its chain is built and measured beside this
+#                one (one more chain)
 #   BOLT_STUDY=0 skip the BOLT flag study
 #   ALLOC=0      skip the allocator cell (two more chains); ALLOCATORS, ALLOC_OUT, CALLGRIND_BIG,
 #                SOAK_ALLOC_SECONDS as scripts/bench-allocators.sh reads them
@@ -148,6 +152,11 @@ log "replicas sharing rate limits on Redis"
 "$BENCH" soak-shared --gateway "$plain" --duration-s "${SOAK_SHARED_SECONDS:-30}" \
   --work-dir "$results/soak-shared" --json "$results/soak-shared.json"
 
+if [ -n "${HOTPATH_BASE:-}" ]; then
+  log "hot path before ($HOTPATH_BASE) and after (scripts/bench-hotpath.sh)"
+  BENCH="$BENCH" TRAINER="$trainer" bash "$repo/scripts/bench-hotpath.sh" "$results" \
+    "$HOTPATH_BASE" "$CHAIN_OUT"
+fi
 if [ "${BOLT_STUDY:-1}" != 0 ]; then
   log "BOLT flag study (scripts/bench-bolt-flags.sh)"
   BENCH="$BENCH" bash "$repo/scripts/bench-bolt-flags.sh" "$results" "$CHAIN_OUT"

@@ -12,6 +12,9 @@
 #   SHAPES         the shapes directory (default ./shapes): the gateway's workload is
 #                  `trainer workload --shapes SHAPES BIN`, as in the Nix chain
 #                  (nix/gateway/workload.nix)
+#   GATEWAY_SRC    the cargo workspace whose gateway the chain builds (default: this one): another
+#                  commit's checkout, through this commit's stages, trainer and shapes
+#                  (scripts/bench-hotpath.sh compares two)
 #   RESUME=1       keep the stages an earlier run into OUTDIR published (each stage's output
 #                  is published only on success) and run the rest
 #   TARGET_BASE    persistent cargo target dirs, one per flag set (default ./target/chain-local)
@@ -38,6 +41,7 @@ BOLT_RT_LIB=${BOLT_RT_LIB:-$(dirname "$LLVM_BIN")/lib/libbolt_rt_instr.a}
 READELF=${READELF:-$(command -v readelf || echo /usr/bin/readelf)}
 SHAPES=${SHAPES:-$repo/shapes}
 TARGET_BASE=${TARGET_BASE:-$repo/target/chain-local}
+gateway_src=${GATEWAY_SRC:-$repo}
 gateway_args="-p gateway --bin gateway"
 case ${ALLOCATOR:-} in
   '') ;;
@@ -77,7 +81,7 @@ run_stage() {
 cargo_stage() {
   local name=$1 flags=$2
   shift 2
-  run_stage "$name" "$repo/scripts/cargo-stage.sh" SRC="$repo" BIN_NAME=gateway RUSTFLAGS="$flags" \
+  run_stage "$name" "$repo/scripts/cargo-stage.sh" SRC="$gateway_src" BIN_NAME=gateway RUSTFLAGS="$flags" \
     CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="$gateway_args" \
     CARGO_TARGET_DIR="$TARGET_BASE/$name" "$@"
 }

@@ -236,6 +236,40 @@ pub(crate) fn load_markdown(r: &LoadReport) -> String {
     )
 }
 
+/// The hot path's targets (issue "a leaner hot path"), instructions per request on the
+/// benchmarked shape after the work.
+const HOTPATH_TARGETS: [(&str, f64); 2] = [("after-plain", 68_000.0), ("after-pgo-bolt", 52_000.0)];
+
+/// The hot path before and after (`scripts/bench-hotpath.sh`): the callgrind table and the
+/// targets.
+pub(crate) fn hotpath_markdown(r: &CallgrindReport, base: &str, after: &str) -> String {
+    let short = |s: &str| s.chars().take(12).collect::<String>();
+    let mut s = format!(
+        "`before` is the gateway of `{}`, `after` of `{}`, each through the same chain \
+         (`scripts/chain-local.sh` with `GATEWAY_SRC`: this commit's stages, trainer and \
+         shapes), measured in one callgrind run:\n\n",
+        short(base),
+        short(after)
+    );
+    s.push_str(&callgrind_markdown(r));
+    s.push_str("\n| target | limit | measured | |\n| --- | ---: | ---: | --- |\n");
+    for (v, limit) in HOTPATH_TARGETS {
+        let x = r.get(v).and_then(|c| c.per_request.get("Ir").copied());
+        let _ = writeln!(
+            s,
+            "| {v} instructions/request | <= {} | {} | {} |",
+            thousands(limit),
+            x.map_or("-".into(), thousands),
+            match x {
+                Some(x) if x <= limit => "met",
+                Some(_) => "NOT met",
+                None => "not measured",
+            }
+        );
+    }
+    s
+}
+
 /// `stage<TAB>seconds` lines, the first being the plain build.
 pub(crate) fn build_times_markdown(tsv: &str) -> Result<String, String> {
     let mut rows = Vec::new();
@@ -422,6 +456,18 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
         _ => s.push_str(NOT_MEASURED),
     }
 
+    s.push_str("\n## The hot path, before and after (stable)\n\n");
+    let hot = dir.join(HOTPATH);
+    let line = |n: &str| std::fs::read_to_string(hot.join(n)).map(|t| t.trim().to_owned());
+    match (
+        read_json::<CallgrindReport>(&hot, CALLGRIND)?,
+        line("base.txt"),
+        line("after.txt"),
+    ) {
+        (Some(r), Ok(base), Ok(after)) => s.push_str(&hotpath_markdown(&r, &base, &after)),
+        _ => s.push_str(NOT_MEASURED),
+    }
+
     s.push_str("\n## What BOLT is worth: the flag study (stable)\n\n");
     match bolt_flags::load(dir)? {
         Some(st) => {
@@ -503,13 +549,34 @@ mod tests {
     }
 
     #[test]
+    fn hotpath_targets() {
+        let r = crate::callgrind::report_of(
+            "chat-nonstream-minimal",
+            &[
+                ("before-plain", 81_000.0),
+                ("after-plain", 67_000.0),
+                ("after-pgo-bolt", 53_000.0),
+            ],
+        );
+        let md = hotpath_markdown(&r, "0123456789abcdef", "fedcba9876543210");
+        assert!(
+            md.contains("`before` is the gateway of `0123456789ab`"),
+            "{md}"
+        );
+        assert!(md.contains("| after-plain instructions/request | <= 68,000 | 67,000 | met |"));
+        assert!(
+            md.contains("| after-pgo-bolt instructions/request | <= 52,000 | 53,000 | NOT met |")
+        );
+    }
+
+    #[test]
     fn empty_results_say_not_measured() {
         let d = std::env::temp_dir().join(format!("bench-report-empty-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join(META), "date: 2026-01-01\ncommit: abc\n").unwrap();
         let doc = document(&d).unwrap();
         assert!(doc.contains("- date: `2026-01-01`"));
-        assert_eq!(doc.matches("Not measured in this run").count(), 12);
+        assert_eq!(doc.matches("Not measured in this run").count(), 13);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -13,6 +13,8 @@ pub(crate) const LOAD: &str = "load.json";
 pub(crate) const SOAK: &str = "soak.json";
 pub(crate) const SOAK_SHARED: &str = "soak-shared.json";
 pub(crate) const BUILD_TIMES: &str = "build-times.tsv";
+/// `scripts/bench-hotpath.sh`'s directory: `callgrind.json`, `base.txt`, `after.txt`.
+pub(crate) const HOTPATH: &str = "hotpath";
 /// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.
 pub(crate) const TOP: &str = "callgrind-top.txt";
 /// The variant trained on the benchmarked shape alone (the dilution check), when present in
