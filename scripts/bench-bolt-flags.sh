@@ -3,7 +3,8 @@
 # the chain's PGO binary with the chain's own .fdata through the chain's BOLT stage
 # (nix/lib/stages/bolt-optimize.sh: relocation mode, GNU_STACK, proof), then callgrind counts
 # instructions, I1 and LL misses and branch mispredictions per request of every set beside the
-# PGO binary on three shapes: the benchmarked one, the holdout and a translated streaming one.
+# PGO binary on three shapes: the benchmarked one, the holdout and a translated streaming one,
+# with each large run's code footprint (the hot code per request, beside the I1 it must fit).
 # Results in RESULTS/bolt/, which `bench report` turns into the study and its pick.
 # scripts/benchmarks.sh calls it; it runs alone too.
 #
@@ -66,7 +67,7 @@ done <<<"$sets"
 holdout=$(grep -lE '^holdout *= *true' "$repo"/shapes/*.toml | head -n1 | xargs basename -s .toml)
 for shape in chat-nonstream-minimal "$holdout" messages-stream-mid-via-openai; do
   log "callgrind $shape: pgo and every BOLT set"
-  "$BENCH" callgrind --shapes "$repo/shapes" --shape "$shape" "${variants[@]}" \
+  "$BENCH" callgrind --shapes "$repo/shapes" --shape "$shape" "${variants[@]}" --footprint \
     --work-dir "$out/work-$shape" --json "$out/callgrind-$shape.json" >/dev/null
 done
 

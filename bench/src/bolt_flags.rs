@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::callgrind::CallgrindReport;
+use crate::callgrind::{CallgrindReport, Footprint};
 
 /// The results' subdirectory.
 pub(crate) const DIR: &str = "bolt";
@@ -133,6 +133,16 @@ impl Study {
         geomean(&xs?)
     }
 
+    /// The set's code footprint on the benchmarked shape, when measured.
+    fn footprint(&self, set: &str) -> Option<&Footprint> {
+        self.shapes
+            .iter()
+            .find(|r| r.shape == TARGET_SHAPE)?
+            .get(set)?
+            .footprint
+            .as_ref()
+    }
+
     fn target_ratio(&self, set: &str) -> Option<f64> {
         self.shapes
             .iter()
@@ -171,6 +181,14 @@ impl Study {
     }
 }
 
+fn kib(lines: u64) -> f64 {
+    lines as f64 * 64.0 / 1024.0
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    part as f64 * 100.0 / whole.max(1) as f64
+}
+
 fn f3(x: Option<f64>) -> String {
     x.map_or("-".into(), |x| format!("{x:.3}"))
 }
@@ -192,23 +210,41 @@ pub(crate) fn markdown(st: &Study) -> String {
     let _ = writeln!(
         s,
         "| set | I1 misses | LL i-misses | instructions | mispredicts | I1 on `{TARGET_SHAPE}` \
-         | hot bytes | cold bytes | flags |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+         | hot code KiB/request | hot bytes | cold bytes | flags |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    );
+    let hot_kib = |set: &str| {
+        st.footprint(set)
+            .map_or("-".into(), |f| format!("{:.1}", kib(f.hot_lines)))
+    };
+    let _ = writeln!(
+        s,
+        "| {PGO} (no BOLT) | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | {} | - | - | |",
+        hot_kib(PGO)
     );
     for set in &st.sets {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
             set.name,
             f3(st.ratio(&set.name, "I1mr")),
             f3(st.ratio(&set.name, "ILmr")),
             f3(st.ratio(&set.name, "Ir")),
             f3(st.mispredict_ratio(&set.name)),
             f3(st.target_ratio(&set.name)),
+            hot_kib(&set.name),
             set.hot_bytes.map_or("-".into(), |b| b.to_string()),
             set.cold_bytes.map_or("-".into(), |b| b.to_string()),
             set.flags
         );
     }
+    s.push_str(
+        "\nHot code KiB/request: the 64-byte lines holding an instruction executed at least once \
+         per request on average in the large run (`bench callgrind --footprint`, valgrind's \
+         per-instruction counts). A set whose flags equal another's (`base` starts as \
+         `default`) gives the same bytes: the difference between their rows is the \
+         measurement's own noise.\n",
+    );
     let _ = writeln!(s, "\n{RULE}\n");
     match st.pick() {
         Ok(p) => {
@@ -226,8 +262,14 @@ pub(crate) fn markdown(st: &Study) -> String {
                     None => "not measured",
                 }
             );
+            // The same flags in any order: BOLT reads options, not a sequence.
+            fn words(f: &str) -> Vec<&str> {
+                let mut w: Vec<&str> = f.split_whitespace().collect();
+                w.sort_unstable();
+                w
+            }
             match &st.default_flags {
-                Some(d) if *d == p.flags => {
+                Some(d) if words(d) == words(&p.flags) => {
                     s.push_str("The chain's default flags (`nix/lib/bolt-flags.txt`) are the pick's: they follow the data.\n");
                 }
                 Some(d) => {
@@ -242,6 +284,39 @@ pub(crate) fn markdown(st: &Study) -> String {
         }
         Err(e) => {
             let _ = writeln!(s, "No pick: {e}.");
+        }
+    }
+    if let (Some(f), Ok(p)) = (st.footprint(PGO), st.pick()) {
+        if let Some(g) = st.footprint(&p.name) {
+            // I1 misses per request over the hot lines: about 1 when every hot line misses
+            // once per request.
+            let per_hot_line = |f: &Footprint, set: &str| {
+                st.shapes
+                    .iter()
+                    .find(|r| r.shape == TARGET_SHAPE)
+                    .and_then(|r| r.get(set)?.per_request.get("I1mr").copied())
+                    .unwrap_or(0.0)
+                    / f.hot_lines.max(1) as f64
+            };
+            let _ = writeln!(
+                s,
+                "\nWhy, on `{TARGET_SHAPE}`: PGO executes {:.1} KiB of distinct code at least once \
+                 per request ({} lines; {:.1}% of the run's I1 misses fall on them), {:.1}x the \
+                 32 KiB I1 valgrind simulates on these machines, and misses {:.2} times per hot \
+                 line per request. `{}` executes {:.1} KiB ({:.1}% fewer hot lines) and misses \
+                 {:.2} times per hot line. The misses are capacity misses of a hot path several \
+                 times the cache: a layout can only shed the cold bytes sharing hot lines; \
+                 fewer misses need less code per request.",
+                kib(f.hot_lines),
+                f.hot_lines,
+                pct(f.i1_misses_on_hot_lines, f.i1_misses),
+                kib(f.hot_lines) / 32.0,
+                per_hot_line(f, PGO),
+                p.name,
+                kib(g.hot_lines),
+                (1.0 - g.hot_lines as f64 / f.hot_lines.max(1) as f64) * 100.0,
+                per_hot_line(g, &p.name),
+            );
         }
     }
     if let Some(top) = &st.i1_top {
@@ -306,16 +381,56 @@ mod tests {
         assert!(md.contains("Picked: **peep**"), "{md}");
         assert!(md.contains("0.840 -> met"), "{md}");
         assert!(md.contains("do **NOT** follow the data"), "{md}");
-        assert!(md.contains("| split | 0.700 | - | 1.010 | 1.000 | 0.700 | 1000 | - | `-split` |"));
+        assert!(
+            md.contains("| split | 0.700 | - | 1.010 | 1.000 | 0.700 | - | 1000 | - | `-split` |")
+        );
     }
 
     #[test]
     fn the_default_stays_within_the_tie() {
         let st = study(&[(DEFAULT, 99.0, 90.2), ("peep", 99.0, 90.0)], "-default");
         assert_eq!(st.pick().unwrap().name, DEFAULT);
+        // The chain's flags in another order are the same flags.
+        let mut moved = study(&[("peep", 99.0, 90.0)], "-x -peep");
+        moved.sets[0].flags = "-peep -x".into();
+        assert!(markdown(&moved).contains("are the pick's: they follow the data"));
         let md = markdown(&st);
         assert!(md.contains("0.902 -> NOT met"), "{md}");
         assert!(md.contains("follow the data.\n"), "{md}");
+    }
+
+    #[test]
+    fn the_footprint_says_why() {
+        let mut st = study(&[(DEFAULT, 99.0, 90.0)], "-default");
+        for v in &mut st.shapes[0].variants {
+            v.footprint = Some(Footprint {
+                lines_touched: 5000,
+                hot_lines: if v.name == PGO { 1000 } else { 900 },
+                i1_misses: 100,
+                i1_misses_on_hot_lines: 99,
+            });
+        }
+        let md = markdown(&st);
+        assert!(
+            md.contains("PGO executes 62.5 KiB of distinct code"),
+            "{md}"
+        );
+        assert!(
+            md.contains("(1000 lines; 99.0% of the run's I1 misses"),
+            "{md}"
+        );
+        assert!(
+            md.contains("misses 0.10 times per hot line per request"),
+            "{md}"
+        );
+        assert!(
+            md.contains("`default` executes 56.2 KiB (10.0% fewer hot lines)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| default | 0.900 | - | 0.990 | 1.000 | 0.900 | 56.2 |"),
+            "{md}"
+        );
     }
 
     #[test]

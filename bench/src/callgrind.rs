@@ -77,6 +77,78 @@ pub(crate) fn parse_totals(text: &str) -> Result<Events, String> {
         .collect())
 }
 
+/// The code a run executed, by 64-byte line (the simulated I-cache's), from a callgrind out
+/// file written with `--dump-instr=yes --compress-pos=no`: how much code is hot, and whether
+/// the I1 misses fall on it (capacity: a hot path larger than I1 misses on every request
+/// whatever the layout) or elsewhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Footprint {
+    /// Lines holding any executed instruction.
+    pub lines_touched: u64,
+    /// Lines holding an instruction executed at least once per request on average (the
+    /// run's request count or more times).
+    pub hot_lines: u64,
+    /// I1 misses of the whole run, and those on hot lines.
+    pub i1_misses: u64,
+    pub i1_misses_on_hot_lines: u64,
+}
+
+/// [`Footprint`] of a callgrind out file of `requests` requests. Cost lines after `calls=` are
+/// a call's inclusive cost, not the call site's own: skipped.
+pub(crate) fn footprint(text: &str, requests: u64) -> Result<Footprint, String> {
+    let mut names: Option<Vec<&str>> = None;
+    // `positions: instr line`: the address, then the source line, then the events.
+    let mut positions = 1;
+    // line -> (most executions of one instruction, I1 misses)
+    let mut lines: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut after_calls = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("events:") {
+            names = Some(rest.split_whitespace().collect());
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("positions:") {
+            positions = rest.split_whitespace().count().max(1);
+            continue;
+        }
+        if line.starts_with("calls=") {
+            after_calls = true;
+            continue;
+        }
+        let Some(addr) = line.strip_prefix("0x") else {
+            continue;
+        };
+        if std::mem::take(&mut after_calls) {
+            continue;
+        }
+        let names = names.as_ref().ok_or("cost lines before `events:`")?;
+        let col = |event: &str| names.iter().position(|n| *n == event);
+        let (ir, i1) = (col("Ir").ok_or("no Ir event")?, col("I1mr"));
+        let mut fields = addr.split_whitespace();
+        let a = fields
+            .next()
+            .and_then(|a| u64::from_str_radix(a, 16).ok())
+            .ok_or_else(|| format!("bad position in {line:?} (run with --compress-pos=no)"))?;
+        let counts: Vec<u64> = fields
+            .skip(positions - 1)
+            .map(|c| c.parse().unwrap_or(0))
+            .collect();
+        let e = lines.entry(a >> 6).or_default();
+        e.0 = e.0.max(counts.get(ir).copied().unwrap_or(0));
+        e.1 += i1.and_then(|i| counts.get(i)).copied().unwrap_or(0);
+    }
+    if lines.is_empty() {
+        return Err("no per-instruction costs (run with --dump-instr=yes)".into());
+    }
+    let hot = |(max, _): &&(u64, u64)| *max >= requests;
+    Ok(Footprint {
+        lines_touched: lines.len() as u64,
+        hot_lines: lines.values().filter(hot).count() as u64,
+        i1_misses: lines.values().map(|l| l.1).sum(),
+        i1_misses_on_hot_lines: lines.values().filter(hot).map(|l| l.1).sum(),
+    })
+}
+
 /// Per-request marginal counts: (big - small) / (n_big - n_small) for every event both runs
 /// have. Saturates at zero (a negative marginal would mean a broken run; it shows as 0).
 pub(crate) fn marginal(
@@ -105,6 +177,9 @@ pub struct VariantCounts {
     /// `per_request` over the baseline's, per event.
     pub ratio_to_baseline: BTreeMap<String, f64>,
     pub(crate) seconds: f64,
+    /// The large run's code footprint, when measured (`--footprint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<Footprint>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -139,6 +214,8 @@ pub struct CallgrindOptions {
     pub requests_big: u64,
     pub connections: u32,
     pub out_dir: PathBuf,
+    /// Also dump per-instruction costs and measure each large run's [`Footprint`].
+    pub footprint: bool,
     /// Valgrind starts a gateway ~50x slower than native: generous by default.
     pub ready_timeout: Duration,
     pub exit_timeout: Duration,
@@ -172,8 +249,18 @@ pub async fn run(
     for v in variants {
         let started = std::time::Instant::now();
         let mut runs = Vec::new();
+        let mut footprint = None;
         for n in [opts.requests_small, opts.requests_big] {
-            let events = one_run(shape, v, n, &config, opts).await?;
+            let (events, text) = one_run(shape, v, n, &config, opts).await?;
+            if opts.footprint && n == opts.requests_big {
+                footprint =
+                    Some(
+                        self::footprint(&text, n).map_err(|what| CallgrindError::Output {
+                            path: opts.out_dir.join(format!("{}-{}-{n}", shape.name, v.name)),
+                            what,
+                        })?,
+                    );
+            }
             eprintln!(
                 "bench callgrind: {} {} x{n}: Ir {}",
                 shape.name,
@@ -193,6 +280,7 @@ pub async fn run(
             per_request,
             ratio_to_baseline: BTreeMap::new(),
             seconds: started.elapsed().as_secs_f64(),
+            footprint,
         });
     }
     let base = out
@@ -227,24 +315,28 @@ async fn one_run(
     n: u64,
     config: &Path,
     opts: &CallgrindOptions,
-) -> Result<Events, CallgrindError> {
+) -> Result<(Events, String), CallgrindError> {
     let stem = format!("{}-{}-{n}", shape.name, v.name);
     let out_file = opts.out_dir.join(format!("{stem}.callgrind.out"));
     // A leftover file from an earlier run must not be read as this run's result.
     let _ = std::fs::remove_file(&out_file);
     let mut out_arg = OsString::from("--callgrind-out-file=");
     out_arg.push(&out_file);
+    let mut wrapper: Vec<OsString> = vec![
+        opts.valgrind.clone().into_os_string(),
+        "--tool=callgrind".into(),
+        "--cache-sim=yes".into(),
+        "--branch-sim=yes".into(),
+        out_arg,
+    ];
+    if opts.footprint {
+        wrapper.extend(["--dump-instr=yes".into(), "--compress-pos=no".into()]);
+    }
     let launch = Launch {
         bin: v.path.clone(),
         config: config.to_owned(),
         args: Vec::new(),
-        wrapper: vec![
-            opts.valgrind.clone().into_os_string(),
-            "--tool=callgrind".into(),
-            "--cache-sim=yes".into(),
-            "--branch-sim=yes".into(),
-            out_arg,
-        ],
+        wrapper,
         cpus: Vec::new(),
         env: Vec::new(),
         stderr: opts.out_dir.join(format!("{stem}.stderr")),
@@ -283,10 +375,11 @@ async fn one_run(
         path: out_file.clone(),
         what: e.to_string(),
     })?;
-    parse_totals(&text).map_err(|what| CallgrindError::Output {
+    let events = parse_totals(&text).map_err(|what| CallgrindError::Output {
         path: out_file,
         what,
-    })
+    })?;
+    Ok((events, text))
 }
 
 fn version(valgrind: &Path) -> Result<String, CallgrindError> {
@@ -322,6 +415,7 @@ pub(crate) fn report_of(shape: &str, irs: &[(&str, f64)]) -> CallgrindReport {
                 per_request: [("Ir".to_owned(), *ir)].into(),
                 ratio_to_baseline: BTreeMap::new(),
                 seconds: 0.0,
+                footprint: None,
             })
             .collect(),
     }
@@ -340,6 +434,31 @@ mod tests {
         assert_eq!(e["I1mr"], 50);
         assert_eq!(e["Bim"], 4);
         assert_eq!(e.len(), 13);
+    }
+
+    #[test]
+    fn footprint_by_cache_line() {
+        // Two instructions on line 0x40 (run 10 and 3 times), one on line 0x41 run twice; the
+        // cost line after `calls=` is the callee's inclusive cost, not this line's.
+        let out = "positions: instr line\nevents: Ir I1mr\nfn=(1) f\n\
+                   0x1000 5 10 2\n0x1004 5 3 1\ncalls=1 0x2000 0\n0x1008 5 999 99\n\
+                   0x1040 6 2 1\n";
+        let f = footprint(out, 10).unwrap();
+        assert_eq!(
+            f,
+            Footprint {
+                lines_touched: 2,
+                hot_lines: 1,
+                i1_misses: 4,
+                i1_misses_on_hot_lines: 3,
+            }
+        );
+        assert_eq!(footprint(out, 2).unwrap().hot_lines, 2);
+        assert!(footprint(OUT, 1).unwrap_err().contains("--dump-instr=yes"));
+        assert!(footprint("events: Ir\n+3 1\n0xzz 1\n", 1).is_err());
+        // Without source lines the events follow the address.
+        let f = footprint("positions: instr\nevents: Ir I1mr\n0x1000 4 1\n", 4).unwrap();
+        assert_eq!((f.hot_lines, f.i1_misses), (1, 1));
     }
 
     #[test]
@@ -381,6 +500,7 @@ mod tests {
             per_request: [("Ir".to_owned(), ir)].into(),
             ratio_to_baseline: BTreeMap::new(),
             seconds: 0.0,
+            footprint: None,
         };
         let r = CallgrindReport {
             shape: "s".into(),

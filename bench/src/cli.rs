@@ -151,6 +151,9 @@ struct CallgrindCommon {
     /// Longest one request may take under valgrind, in seconds.
     #[arg(long, default_value_t = 120)]
     request_timeout_s: u64,
+    /// Also measure the large runs' code footprint (per-instruction dumps: larger out files).
+    #[arg(long)]
+    footprint: bool,
 }
 
 impl CallgrindCommon {
@@ -161,6 +164,7 @@ impl CallgrindCommon {
             requests_big: self.big,
             connections: self.connections,
             out_dir,
+            footprint: self.footprint,
             ready_timeout: Duration::from_secs(self.ready_timeout_s),
             exit_timeout: Duration::from_secs(self.exit_timeout_s),
             request_timeout: Duration::from_secs(self.request_timeout_s),

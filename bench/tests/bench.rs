@@ -128,6 +128,7 @@ async fn callgrind_counts_are_marginal_and_positive() {
         requests_big: 12,
         connections: 1,
         out_dir: work("callgrind"),
+        footprint: true,
         ready_timeout: Duration::from_secs(300),
         exit_timeout: Duration::from_secs(300),
         request_timeout: Duration::from_secs(120),
@@ -137,5 +138,13 @@ async fn callgrind_counts_are_marginal_and_positive() {
     assert!(ir > 0.0);
     assert!(r.variants[0].big["Ir"] > r.variants[0].small["Ir"]);
     assert_eq!(r.variants[0].ratio_to_baseline["Ir"], 1.0);
+    // The large run's code footprint, from valgrind's own per-instruction dump.
+    let fp = r.variants[0].footprint.clone().expect("footprint measured");
+    assert!(
+        fp.hot_lines > 0 && fp.lines_touched > fp.hot_lines,
+        "{fp:?}"
+    );
+    assert!(fp.i1_misses_on_hot_lines <= fp.i1_misses, "{fp:?}");
+    assert_eq!(fp.i1_misses, r.variants[0].big["I1mr"], "{fp:?}");
     let _ = std::fs::remove_dir_all(&opts.out_dir);
 }
