@@ -7,7 +7,7 @@
 //! encoding, request ids and rate-limit headers come back; an upstream's account headers
 //! (`openai-organization`, `openai-project`, ...) stay behind.
 
-use http::{header, HeaderMap, HeaderName, HeaderValue};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
 
 use crate::dialect::Provider;
 
@@ -114,6 +114,21 @@ pub(crate) fn retain_passing_back(headers: &mut HeaderMap, keep: impl Fn(&Header
     }
 }
 
+/// The `Host` header for requests to `uri`, as hyper-util's client would set it (the host,
+/// and the port unless it is the scheme's default), or `None` where it would not build one.
+/// Built once per target: the client formats it on every request that comes without one.
+pub(crate) fn host(uri: &Uri) -> Option<HeaderValue> {
+    let host = uri.host()?;
+    let secure = matches!(uri.scheme_str(), Some("https" | "wss"));
+    let value = match uri.port() {
+        Some(p) if !matches!((p.as_u16(), secure), (443, true) | (80, false)) => {
+            HeaderValue::try_from(format!("{host}:{p}"))
+        }
+        _ => HeaderValue::from_str(host),
+    };
+    value.ok()
+}
+
 /// An upstream key that cannot be sent as a header value (control bytes and the like).
 #[derive(Debug, thiserror::Error)]
 #[error("the upstream key is not a valid HTTP header value")]
@@ -161,6 +176,33 @@ mod tests {
         let mut out = HeaderMap::new();
         forward(&mut out, &client, &extra);
         assert_eq!(out["idempotency-key"], "k");
+    }
+
+    #[test]
+    fn host_as_the_client_sets_it() {
+        for (uri, want) in [
+            (
+                "http://127.0.0.1:8080/v1/chat/completions",
+                Some("127.0.0.1:8080"),
+            ),
+            ("http://api.example.com:80/v1", Some("api.example.com")),
+            ("https://api.example.com:443/v1", Some("api.example.com")),
+            ("https://api.example.com:80/v1", Some("api.example.com:80")),
+            ("http://api.example.com:443/v1", Some("api.example.com:443")),
+            (
+                "https://user:pw@api.example.com/v1",
+                Some("api.example.com"),
+            ),
+            ("http://[::1]:9000/v1", Some("[::1]:9000")),
+            ("/v1/no-authority", None),
+        ] {
+            let uri: Uri = uri.parse().unwrap();
+            assert_eq!(
+                host(&uri).as_ref().map(|v| v.to_str().unwrap()),
+                want,
+                "{uri}"
+            );
+        }
     }
 
     #[test]

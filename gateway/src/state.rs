@@ -22,6 +22,8 @@ use crate::upstream_url::{UpstreamUrl, UrlError};
 /// One upstream target for one dialect, with everything precomputed.
 pub(crate) struct Target {
     pub(crate) uri: Uri,
+    /// The `Host` header for `uri` (`headers::host`), sent so the client need not format it.
+    pub(crate) host: Option<HeaderValue>,
     /// The upstream model name (for translated bodies).
     pub(crate) model: Box<str>,
     /// The upstream model name, already JSON-encoded for splicing into bodies.
@@ -158,8 +160,10 @@ impl State {
                     Bytes::from(serde_json::to_vec(&t.model).expect("a string serializes"));
                 for d in Dialect::ALL {
                     let upstream = d.upstream_for(t.provider);
+                    let uri = base.join(upstream.path());
                     targets[d.index()].push(Target {
-                        uri: base.join(upstream.path()),
+                        host: crate::headers::host(&uri),
+                        uri,
                         model: t.model.as_str().into(),
                         model_json: model_json.clone(),
                         auth: auth.clone(),

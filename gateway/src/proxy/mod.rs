@@ -378,6 +378,10 @@ fn upstream_request(
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert(X_REQUEST_ID, v);
     }
+    // Last, where the client would have put it.
+    if let Some(host) = &target.host {
+        h.insert(header::HOST, host.clone());
+    }
     req
 }
 
