@@ -113,9 +113,8 @@ async fn load_check_over_32_connections() {
     let _ = std::fs::remove_dir_all(&opts.work_dir);
 }
 
-/// Under valgrind: about a minute for a debug gateway. `cargo test -- --ignored` runs it.
+/// Under valgrind (which .ci/run installs): about 15 s for a debug gateway.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs valgrind; slow"]
 async fn callgrind_counts_are_marginal_and_positive() {
     let shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
     let v = Variant {
