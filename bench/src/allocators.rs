@@ -20,6 +20,7 @@ use crate::callgrind::CallgrindReport;
 use crate::results::thousands;
 use crate::rss::RssReport;
 use crate::soak::SoakReport;
+use crate::stats::geomean;
 
 /// The results' subdirectory.
 pub(crate) const DIR: &str = "alloc";
@@ -130,13 +131,6 @@ pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
         ab: read::<AbReport>(&dir.join("ab.json"))?,
         default,
     }))
-}
-
-fn geomean(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
-        return None;
-    }
-    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
 impl Matrix {

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::callgrind::{CallgrindReport, Footprint};
+use crate::stats::geomean;
 
 /// The results' subdirectory.
 pub(crate) const DIR: &str = "bolt";
@@ -99,13 +100,6 @@ fn parse_sets(tsv: &str) -> Result<Vec<FlagSet>, String> {
             })
         })
         .collect()
-}
-
-fn geomean(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
-        return None;
-    }
-    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
 impl Study {

@@ -22,6 +22,15 @@ pub(crate) fn median(xs: &[f64]) -> Option<f64> {
     })
 }
 
+/// The geometric mean of `xs`: the mean of ratios across shapes of unlike sizes. `None` when
+/// empty or when any value is not positive.
+pub(crate) fn geomean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
+        return None;
+    }
+    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
 /// One measured window of one gateway run: a fixed request count driven after the warm-up.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Window {
@@ -221,6 +230,14 @@ pub fn paired_ratios(variant: &[Vec<Window>], baseline: &[Vec<Window>]) -> Vec<f
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn geomean_of_ratios() {
+        assert_eq!(geomean(&[]), None);
+        assert_eq!(geomean(&[1.0, 0.0]), None);
+        assert!((geomean(&[0.5, 2.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert!((geomean(&[4.0, 1.0]).unwrap() - 2.0).abs() < 1e-12);
+    }
 
     fn w(requests: u64, failed: u64, elapsed_s: f64) -> Window {
         Window {
