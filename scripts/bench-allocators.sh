@@ -19,6 +19,7 @@
 #                    an allocator whose ALLOC_OUT/NAME/gateway-pgo-bolt exists is reused
 #   TARGET_BASE      cargo target dirs (default RESULTS/chain-target); one set per allocator
 #   CALLGRIND_BIG    requests of the large callgrind run (default 500)
+#   ALLOC_RESUME=1   keep the results already in RESULTS/alloc (same binaries) and measure the rest
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 results=${1:?usage: scripts/bench-allocators.sh RESULTS}
@@ -42,7 +43,9 @@ for a in "${allocators[@]}"; do
     --variant "$a-pgo-bolt=$alloc_out/$a/gateway-pgo-bolt/bin/gateway")
 done
 
-rm -rf "$out"
+# ALLOC_RESUME=1 keeps what an earlier run of the same binaries measured (each result is
+# written whole) and measures the rest.
+[ "${ALLOC_RESUME:-0}" = 1 ] || rm -rf "$out"
 mkdir -p "$out"
 # The crate's default allocator at the time of the run: the report says whether it follows
 # the recommendation.
@@ -57,6 +60,7 @@ for f in "$shapes"/*.toml; do
   else
     json="$out/callgrind-$shape.json"
   fi
+  [ "${ALLOC_RESUME:-0}" != 1 ] || [ ! -s "$json" ] || continue
   log "callgrind $shape: ${#allocators[@]} allocators x 3 builds"
   "$BENCH" callgrind --shapes "$shapes" --shape "$shape" "${variants[@]}" --big "$big" \
     --work-dir "$out/work/callgrind-$shape" --json "$json" >/dev/null
@@ -64,11 +68,17 @@ done
 
 for ((i = 1; i < ${#variants[@]}; i += 2)); do
   name=${variants[i]%%=*} bin=${variants[i]#*=}
+  if [ "${ALLOC_RESUME:-0}" = 1 ] && [ -s "$out/rss-$name.json" ] && [ -s "$out/soak-$name.json" ]; then
+    continue
+  fi
   log "idle RSS and soak peak RSS: $name"
   "$BENCH" rss --gateway "$bin" --config "$repo/gateway.example.toml" \
     --work-dir "$out/work/rss-$name" --json "$out/rss-$name.json" >/dev/null
+  # A cell that fails the soak's checks (RSS not back near its baseline, say) is a finding:
+  # soak-NAME.json records it, the report shows it and the rule excludes the allocator.
   "$BENCH" soak --gateway "$bin" --duration-s "${SOAK_ALLOC_SECONDS:-20}" \
-    --work-dir "$out/work/soak-$name" --json "$out/soak-$name.json" >/dev/null
+    --work-dir "$out/work/soak-$name" --json "$out/soak-$name.json" >/dev/null ||
+    [ -s "$out/soak-$name.json" ]
 done
 
 ncpu=$(nproc)

@@ -37,8 +37,8 @@ const TIE: f64 = 0.01;
 
 /// How the recommendation is made, as the document states it.
 const RULE: &str = "The build that ships is PGO+BOLT, so allocators are compared on their \
-PGO+BOLT cells. Eligible: idle RSS <= 16 MB (the gateway's target) and peak RSS under the soak \
-<= 1.25x the lowest allocator's. Among the eligible, the fewest instructions per request \
+PGO+BOLT cells. Eligible: the soak's checks pass, idle RSS <= 16 MB (the gateway's target) and \
+peak RSS under the soak <= 1.25x the lowest allocator's. Among the eligible, the fewest instructions per request \
 (geometric mean over every measured shape, training and holdout) wins; within 1% of it, the \
 lower peak RSS. Throughput is not part of the rule: on a shared 2-core VM it is noise-bound \
 (see its control band).";
@@ -51,6 +51,8 @@ pub(crate) struct Matrix {
     pub(crate) holdout: Option<CallgrindReport>,
     pub(crate) idle_rss_kib: BTreeMap<String, u64>,
     pub(crate) peak_rss_kib: BTreeMap<String, u64>,
+    /// The soak's failed checks per variant (empty: it passed).
+    pub(crate) soak_problems: BTreeMap<String, Vec<String>>,
     pub(crate) ab: Option<AbReport>,
     pub(crate) default: Option<String>,
 }
@@ -107,6 +109,7 @@ pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
     }
     let mut idle_rss_kib = BTreeMap::new();
     let mut peak_rss_kib = BTreeMap::new();
+    let mut soak_problems = BTreeMap::new();
     for a in &allocators {
         for b in BUILDS {
             let v = variant(a, b);
@@ -114,7 +117,8 @@ pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
                 idle_rss_kib.insert(v.clone(), r.vm_rss_kib);
             }
             if let Some(r) = read::<SoakReport>(&dir.join(format!("soak-{v}.json")))? {
-                peak_rss_kib.insert(v, r.rss_peak_kib);
+                peak_rss_kib.insert(v.clone(), r.rss_peak_kib);
+                soak_problems.insert(v, r.problems());
             }
         }
     }
@@ -128,6 +132,7 @@ pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
         holdout,
         idle_rss_kib,
         peak_rss_kib,
+        soak_problems,
         ab: read::<AbReport>(&dir.join("ab.json"))?,
         default,
     }))
@@ -173,7 +178,13 @@ impl Matrix {
                 .ok_or_else(|| format!("{v}: idle RSS not measured"))?;
             let p = peak(a).ok_or_else(|| format!("{v}: peak RSS not measured"))?;
             let lowest = lowest_peak.unwrap_or(p) as f64;
-            if idle * 1024 > IDLE_RSS_LIMIT {
+            let soak = self.soak_problems.get(&v).map_or(&[][..], |p| p.as_slice());
+            if !soak.is_empty() {
+                excluded.push(format!(
+                    "{a} (its PGO+BOLT build fails the soak: {})",
+                    soak.join("; ")
+                ));
+            } else if idle * 1024 > IDLE_RSS_LIMIT {
                 excluded.push(format!("{a} (idle RSS {:.1} MiB)", *idle as f64 / 1024.0));
             } else if p as f64 > lowest * PEAK_RSS_SLACK {
                 excluded.push(format!(
@@ -300,6 +311,25 @@ pub(crate) fn markdown(m: &Matrix) -> String {
         |v| m.peak_rss_kib.get(v).map(|k| *k as f64),
         mib,
     ));
+    if !m.soak_problems.is_empty() {
+        s.push_str(
+            "\nThe soak's checks (`bench soak`: no failed request, every stalled client cut, fds \
+             and RSS back near the warmed-up baseline, a clean SIGTERM):\n\n\
+             | allocator | plain | PGO | PGO+BOLT |\n| --- | --- | --- | --- |\n",
+        );
+        for a in &m.allocators {
+            let _ = write!(s, "| {a} |");
+            for b in BUILDS {
+                let cell = match m.soak_problems.get(&variant(a, b)) {
+                    None => "-".to_owned(),
+                    Some(p) if p.is_empty() => "pass".to_owned(),
+                    Some(p) => format!("FAIL: {}", p.join("; ")),
+                };
+                let _ = write!(s, " {cell} |");
+            }
+            s.push('\n');
+        }
+    }
     if !m.training.is_empty() {
         s.push_str("\n<details><summary>Instructions per request by shape</summary>\n\n| shape |");
         let variants: Vec<String> = m
@@ -382,6 +412,10 @@ mod tests {
                 .iter()
                 .map(|(a, p)| (variant(a, SHIPPED), *p))
                 .collect(),
+            soak_problems: peaks
+                .iter()
+                .map(|(a, _)| (variant(a, SHIPPED), Vec::new()))
+                .collect(),
             ab: None,
             default: Some("jemalloc".into()),
         }
@@ -434,6 +468,31 @@ mod tests {
             9_000,
         );
         assert_eq!(m.recommend().unwrap().0, "jemalloc");
+    }
+
+    #[test]
+    fn a_failed_soak_excludes() {
+        let mut m = matrix(
+            &[("jemalloc", 1000.0), ("mimalloc", 900.0)],
+            &[("jemalloc", 20_000), ("mimalloc", 21_000)],
+            9_000,
+        );
+        m.soak_problems.insert(
+            variant("mimalloc", SHIPPED),
+            vec!["RSS 46680 KiB after, baseline 20148 KiB".into()],
+        );
+        let (pick, why) = m.recommend().unwrap();
+        assert_eq!(pick, "jemalloc");
+        assert!(
+            why.contains("mimalloc (its PGO+BOLT build fails the soak: RSS 46680"),
+            "{why}"
+        );
+        let md = markdown(&m);
+        assert!(
+            md.contains("| mimalloc | - | - | FAIL: RSS 46680 KiB after"),
+            "{md}"
+        );
+        assert!(md.contains("| jemalloc | - | - | pass |"), "{md}");
     }
 
     #[test]
