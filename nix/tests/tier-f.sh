@@ -35,9 +35,14 @@ got=$(sha256sum "$crate" | cut -d' ' -f1)
   fail "$name-$version.crate has sha256 $got, crate.txt says $sha256"
 }
 # A fresh unpack each run: the chain's source is the crate as published plus our three files.
-src=$outdir/$name-$version
+# Outside this repository: a published crate's manifest has no [workspace] table, so cargo
+# (`cargo vendor` of its Cargo.lock) would take our workspace for its own and refuse it. A
+# fresh machine shows this: it vendors; a machine with the vendored dir cached does not.
+unpack=${TIER_F_SRC:-/var/tmp/tier-f-src}
+src=$unpack/$name-$version
 rm -rf "$src"
-tar -xzf "$crate" -C "$outdir"
+mkdir -p "$unpack"
+tar -xzf "$crate" -C "$unpack"
 [ -f "$src/Cargo.lock" ] || fail "$name $version ships no Cargo.lock"
 cp "$fixture/chain.nix" "$fixture/workload.sh" "$fixture/bench.sh" "$src/"
 # tar keeps the crate's mtimes: the vendored dir and the source hash do not depend on the clock.
