@@ -77,7 +77,10 @@ grep -q ' \.debug_info ' "$outdir/sections.txt" || fail "rg-pgo-bolt has no .deb
 echo "  ok: debug info kept through BOLT ($(du -b "$(readlink -f "$opt/bin/rg")" | cut -f1) bytes)"
 
 echo "== the optimized rg passes its own workload"
-bash "$src/workload.sh" "$opt/bin/rg" >"$outdir/workload.log" 2>&1 || {
+# In a directory of its own: the workload writes its corpus and outputs where it runs.
+rm -rf "$outdir/workload-run"
+mkdir -p "$outdir/workload-run"
+(cd "$outdir/workload-run" && bash "$src/workload.sh" "$opt/bin/rg") >"$outdir/workload.log" 2>&1 || {
   tail -20 "$outdir/workload.log" >&2
   fail "rg-pgo-bolt fails its workload"
 }
