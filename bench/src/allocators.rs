@@ -17,7 +17,7 @@ use std::path::Path;
 
 use crate::ab::AbReport;
 use crate::callgrind::CallgrindReport;
-use crate::results::thousands;
+use crate::results::{read_json, thousands};
 use crate::rss::RssReport;
 use crate::soak::SoakReport;
 use crate::stats::geomean;
@@ -61,16 +61,6 @@ pub(crate) fn variant(allocator: &str, build: &str) -> String {
     format!("{allocator}-{build}")
 }
 
-fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
-    }
-}
-
 /// The matrix under `results/alloc`, or `None` when it was not measured.
 pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
     let dir = results.join(DIR);
@@ -87,11 +77,11 @@ pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
         .iter()
         .filter(|n| n.starts_with("callgrind-") && n.ends_with(".json"))
     {
-        if let Some(r) = read::<CallgrindReport>(&dir.join(n))? {
+        if let Some(r) = read_json::<CallgrindReport>(&dir, n)? {
             training.push(r);
         }
     }
-    let holdout = read::<CallgrindReport>(&dir.join("holdout-callgrind.json"))?;
+    let holdout = read_json::<CallgrindReport>(&dir, "holdout-callgrind.json")?;
     let Some(first) = training.first().or(holdout.as_ref()) else {
         return Ok(None);
     };
@@ -113,10 +103,10 @@ pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
     for a in &allocators {
         for b in BUILDS {
             let v = variant(a, b);
-            if let Some(r) = read::<RssReport>(&dir.join(format!("rss-{v}.json")))? {
+            if let Some(r) = read_json::<RssReport>(&dir, &format!("rss-{v}.json"))? {
                 idle_rss_kib.insert(v.clone(), r.vm_rss_kib);
             }
-            if let Some(r) = read::<SoakReport>(&dir.join(format!("soak-{v}.json")))? {
+            if let Some(r) = read_json::<SoakReport>(&dir, &format!("soak-{v}.json"))? {
                 peak_rss_kib.insert(v.clone(), r.rss_peak_kib);
                 soak_problems.insert(v, r.problems());
             }
@@ -133,7 +123,7 @@ pub(crate) fn load(results: &Path) -> Result<Option<Matrix>, String> {
         idle_rss_kib,
         peak_rss_kib,
         soak_problems,
-        ab: read::<AbReport>(&dir.join("ab.json"))?,
+        ab: read_json::<AbReport>(&dir, "ab.json")?,
         default,
     }))
 }

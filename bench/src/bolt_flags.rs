@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::callgrind::{CallgrindReport, Footprint};
+use crate::results::read_json;
 use crate::stats::geomean;
 
 /// The results' subdirectory.
@@ -64,9 +65,7 @@ pub(crate) fn load(results: &Path) -> Result<Option<Study>, String> {
     names.sort();
     let mut shapes = Vec::new();
     for n in names {
-        let p = dir.join(&n);
-        let t = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        shapes.push(serde_json::from_str(&t).map_err(|e| format!("{}: {e}", p.display()))?);
+        shapes.extend(read_json::<CallgrindReport>(&dir, &n)?);
     }
     let read = |n: &str| {
         std::fs::read_to_string(dir.join(n))
@@ -175,6 +174,16 @@ impl Study {
     }
 }
 
+/// The same flags in any order: BOLT reads options, not a sequence.
+fn same_flags(a: &str, b: &str) -> bool {
+    let words = |f: &str| {
+        let mut w: Vec<String> = f.split_whitespace().map(str::to_owned).collect();
+        w.sort_unstable();
+        w
+    };
+    words(a) == words(b)
+}
+
 fn kib(lines: u64) -> f64 {
     lines as f64 * 64.0 / 1024.0
 }
@@ -235,10 +244,30 @@ pub(crate) fn markdown(st: &Study) -> String {
     s.push_str(
         "\nHot code KiB/request: the 64-byte lines holding an instruction executed at least once \
          per request on average in the large run (`bench callgrind --footprint`, valgrind's \
-         per-instruction counts). A set whose flags equal another's (`base` starts as \
-         `default`) gives the same bytes: the difference between their rows is the \
-         measurement's own noise.\n",
+         per-instruction counts).",
     );
+    // Two sets with the same flags lay out the same code: their rows differ by the
+    // measurement's own noise.
+    let twins: Vec<String> = st
+        .sets
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| {
+            st.sets[i + 1..]
+                .iter()
+                .filter(|b| same_flags(&a.flags, &b.flags))
+                .map(move |b| format!("`{}` and `{}`", a.name, b.name))
+        })
+        .collect();
+    if !twins.is_empty() {
+        let _ = write!(
+            s,
+            " {} have the same flags: the difference between their rows is the measurement's \
+             own noise.",
+            twins.join(", ")
+        );
+    }
+    s.push('\n');
     let _ = writeln!(s, "\n{RULE}\n");
     match st.pick() {
         Ok(p) => {
@@ -256,14 +285,8 @@ pub(crate) fn markdown(st: &Study) -> String {
                     None => "not measured",
                 }
             );
-            // The same flags in any order: BOLT reads options, not a sequence.
-            fn words(f: &str) -> Vec<&str> {
-                let mut w: Vec<&str> = f.split_whitespace().collect();
-                w.sort_unstable();
-                w
-            }
             match &st.default_flags {
-                Some(d) if words(d) == words(&p.flags) => {
+                Some(d) if same_flags(d, &p.flags) => {
                     s.push_str("The chain's default flags (`nix/lib/bolt-flags.txt`) are the pick's: they follow the data.\n");
                 }
                 Some(d) => {
@@ -388,6 +411,11 @@ mod tests {
         let mut moved = study(&[("peep", 99.0, 90.0)], "-x -peep");
         moved.sets[0].flags = "-peep -x".into();
         assert!(markdown(&moved).contains("are the pick's: they follow the data"));
+        assert!(!markdown(&moved).contains("have the same flags"));
+        // Two sets of the same flags, in another order: named as the noise control.
+        let mut twins = study(&[(DEFAULT, 99.0, 90.2), ("again", 99.0, 90.3)], "-default");
+        twins.sets[1].flags = "-default".into();
+        assert!(markdown(&twins).contains("`default` and `again` have the same flags"));
         let md = markdown(&st);
         assert!(md.contains("0.902 -> NOT met"), "{md}");
         assert!(md.contains("follow the data.\n"), "{md}");

@@ -345,17 +345,6 @@ pub(crate) fn dilution_markdown(r: &CallgrindReport, single: &str, mix: &str) ->
     s
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<Option<T>, String> {
-    let p = dir.join(name);
-    match std::fs::read_to_string(&p) {
-        Ok(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| format!("{}: {e}", p.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", p.display())),
-    }
-}
-
 const NOT_MEASURED: &str = "_Not measured in this run._\n";
 
 const SOAK_INTRO: &str = "`bench soak` (`scripts/soak.sh`, CI's bench tier): normal \

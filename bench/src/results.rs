@@ -21,6 +21,21 @@ pub(crate) const TOP: &str = "callgrind-top.txt";
 /// `callgrind.json`.
 pub(crate) const SINGLE: &str = "pgo-single";
 
+/// The JSON result at `dir/name`, or `None` when that run did not write it.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
+    dir: &std::path::Path,
+    name: &str,
+) -> Result<Option<T>, String> {
+    let p = dir.join(name);
+    match std::fs::read_to_string(&p) {
+        Ok(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", p.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", p.display())),
+    }
+}
+
 /// `1234567.8` -> `1,234,568`.
 pub(crate) fn thousands(x: f64) -> String {
     let n = x.round() as i64;
