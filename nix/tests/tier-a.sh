@@ -6,7 +6,8 @@
 #    mutated locks that must be refused;
 #  - Nix files follow the house style (no nixfmt on Debian bookworm): 2-space indentation,
 #    no tabs, no trailing blanks, lines <= 100 columns, final newline;
-#  - every stage and test script passes `bash -n` (and shellcheck when installed).
+#  - every stage and test script passes `bash -n` (and shellcheck when installed);
+#  - the README's install line covers what the main command needs (nix/tests/readme-setup.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -61,6 +62,7 @@ echo "  ok: ${#nix_files[@]} files"
 
 echo "== shell scripts"
 shell_files=(nix/lib/stages/*.sh nix/tests/*.sh scripts/chain-*.sh scripts/cargo-stage.sh
+  scripts/readme-block.sh scripts/test-deps.sh scripts/newcomer.sh .ci/run
   nix/host/stdenv/setup.sh nix/host/crane/setupHooks/*.sh)
 for f in "${shell_files[@]}"; do
   [ -f "$f" ] || continue
@@ -74,4 +76,7 @@ else
 fi
 echo "== the crane stand-in runs crane's commands (docs/testing.md table, stand-in column)"
 "$repo/nix/tests/standin-commands.sh" || fail "the stand-in command table"
+# The README's install line (its main block, which .ci/run runs first) lacks nothing that the
+# main command needs on a fresh Debian; the check proves that it fails without gawk or jq.
+"$repo/nix/tests/readme-setup.sh" || fail "the README's install line"
 echo "tier a: PASS in $(($(date +%s) - t0)) s"
