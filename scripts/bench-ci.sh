@@ -10,7 +10,8 @@
 # Usage: scripts/bench-ci.sh [CHAIN_OUT]
 #   CHAIN_OUT  a scripts/chain-local.sh output directory; without it the chain is run first
 #              into ./out/chain-local (with chain-local.sh's own persistent target dirs).
-#   BENCH      a built bench (bench/; default: built here, release without fat LTO)
+#   BENCH      a built bench (bench/; default: CHAIN_OUT's `bench` stage when it has one, else
+#              built here, release without fat LTO)
 #   TRAINER    a built trainer, for the chain when CHAIN_OUT is not given (default: built
 #              here, release without fat LTO)
 # Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, callgrind-<shape>.json,
@@ -22,13 +23,17 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 out=${BENCH_CI_OUT:-$repo/out/bench-ci}
 mkdir -p "$out"
+chain=${1:-}
+if [ -z "${BENCH:-}" ] && [ -n "$chain" ] && [ -x "$chain/bench/bin/bench" ]; then
+  # The chain's own build of bench/ (its `bench` stage, the same source): no second compile.
+  BENCH="$chain/bench/bin/bench"
+fi
 if [ -z "${BENCH:-}" ]; then
   # Its own workspace (bench/), default release profile (no fat LTO: it is not the product),
   # into the root target/ (target/release/bench), as every script builds it.
   cargo build --release --locked --manifest-path "$repo/bench/Cargo.toml" --target-dir "$repo/target"
   BENCH="$repo/target/release/bench"
 fi
-chain=${1:-}
 if [ -z "$chain" ]; then
   if [ -z "${TRAINER:-}" ]; then
     CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \

@@ -4,11 +4,14 @@
 # apt sources), a clean clone of this repository's HEAD, and the README's `main` block run
 # there verbatim (scripts/readme-block.sh), as .ci/run runs it. Nothing else is installed.
 #
-# Two things stand in for what this machine cannot do:
+# Three things stand in for what this machine cannot do:
 #  - the README's Rust prerequisite downloads rustup, which this machine cannot reach: this
 #    machine's Rust 1.95 toolchain is copied in as rustup would leave it ($HOME/.rustup,
 #    $HOME/.cargo/bin, $HOME/.cargo/env); its apt line (curl, ca-certificates, gcc) is NOT run,
 #    so the main block's own line must bring what the chain needs;
+#  - a network that inspects TLS has certificate authorities of its own: this machine's
+#    (/usr/local/share/ca-certificates) are copied in, to be picked up when the README's line
+#    installs ca-certificates;
 #  - Nix cannot sandbox a build inside a chroot, so the run is judged by how far it gets: past
 #    every install step and the chain's evaluation, to its first derivation build. A run that
 #    stops before that fails, with the log's last lines.
@@ -65,6 +68,12 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/source
   [ -f "$f" ] && cp "$f" "$root$f"
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# This machine's own certificate authorities (a TLS-inspecting network trusts them locally):
+# the README's ca-certificates package picks them up when it is installed, as on this machine.
+if compgen -G '/usr/local/share/ca-certificates/*' >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
 
 # Rust 1.95 as rustup leaves it (see above).
 sysroot=$(rustc --print sysroot)
@@ -107,10 +116,12 @@ say "the block exited $rc after $((SECONDS - t1)) s; its last lines:"
 tail -n 15 "$work/main.log" | sed 's/^/  > /'
 if [ "$rc" = 0 ]; then
   say "PASS: the README's main command built the whole chain in the fresh root"
-elif grep -qE "^building '/nix/store/[^']+\.drv'" "$work/main.log"; then
-  # Evaluation and every install step passed; the first derivation build started.
-  first=$(grep -m1 -oE "^building '/nix/store/[^']+\.drv'" "$work/main.log")
-  say "PASS: every install step and the chain's evaluation passed; stopped at a build inside the chroot ($first)"
+elif grep -qE 'derivations? will be built:' "$work/main.log" &&
+  grep -qE "^building '/nix/store/|cannot perform a sandboxed build" "$work/main.log"; then
+  # Evaluation and every install step passed: Nix listed the chain's derivations and stopped
+  # at the first build, which a chroot cannot sandbox.
+  first=$(grep -m1 -A1 -E 'derivations? will be built:' "$work/main.log" | tail -n1 | tr -d ' ')
+  say "PASS: every install step and the chain's evaluation passed; stopped at the first sandboxed build ($first)"
 else
   fail "the README's main block stopped before the chain's first build (exit $rc; $work/main.log)"
 fi

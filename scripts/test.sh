@@ -34,6 +34,11 @@
 #   chain-local (scripts/chain-local.sh) the same stage scripts as tier c with host tools
 #               outside Nix. It repeats the fat-LTO builds that tier c already proves, which
 #               CI's time budget cannot spare; run it when changing the stages.
+#   chain-extra (nix/tests/tier-c-extra.sh, after tier c) `nix-build --check` of the profile-use
+#               build, the PGO gate and BOLT, and the gateway trained on a user's shapes
+#               directory. ~10 min of builds that CI's budget cannot spare and other tiers cover:
+#               the release tier's verify-release rebuilds the same stages bit for bit from the
+#               published profiles, tier b evaluates the user-shapes wiring (docs/testing.md).
 #   crane-real  (nix/tests/crane-real.sh) the whole chain built through nix/lib/builder.nix with
 #               crane's OWN setup hooks from a crane snapshot (CRANE_SRC; CI cannot fetch
 #               crane, so it skips, saying so, when CRANE_SRC is unset), the stand-in's
@@ -41,7 +46,8 @@
 #               against crane's files. ~15 min. Required on the final commit of any change
 #               to the chain (nix/, flake.nix, the stage scripts).
 #
-# Usage: scripts/test.sh [TIER ...]   (default: all but chain-local and crane-real, in the order above)
+# Usage: scripts/test.sh [TIER ...]   (default: all but chain-local, chain-extra and crane-real, in
+#        the order above)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -117,6 +123,7 @@ for t in "${tiers[@]}"; do
     agents) tier agents tests/agents/run.sh ;;
     chain-local) tier chain-local scripts/chain-local.sh "$repo/out/chain-local" ;;
     crane-real) tier crane-real nix/tests/crane-real.sh ;;
+    chain-extra) tier chain-extra nix/tests/run-all.sh c-extra ;;
     nix) tier nix nix/tests/run-all.sh a b c d e f ;;
     # Both reuse tier c's outputs (out/tier-c): no second build of the chain.
     bench) tier bench scripts/bench-ci.sh "$repo/out/tier-c" ;;

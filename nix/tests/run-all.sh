@@ -4,7 +4,8 @@
 # (Debian bookworm, root): nix-bin llvm-22 bolt-22 libbolt-22-dev gawk curl, a rust toolchain
 # on PATH, and crates.io once for `cargo vendor`.
 #
-# Usage: nix/tests/run-all.sh [a|b|c|d|e|f ...]   (default: a b c d e f)
+# Usage: nix/tests/run-all.sh [a|b|c|d|e|f|c-extra ...]   (default: a b c d e f; c-extra, on
+# demand, after c)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tiers=("$@")
@@ -15,7 +16,7 @@ for t in "${tiers[@]}"; do
   echo "######## tier $t"
   case $t in
     a | b) "$repo/nix/tests/tier-$t.sh" ;;
-    c | d | e) "$repo/nix/tests/tier-$t.sh" "$repo/out/tier-c" ;;
+    c | d | e | c-extra) "$repo/nix/tests/tier-$t.sh" "$repo/out/tier-c" ;;
     f) "$repo/nix/tests/tier-f.sh" "$repo/out/tier-f" ;;
     *) echo "unknown tier $t" >&2; exit 2 ;;
   esac
