@@ -34,11 +34,12 @@
 #   chain-local (scripts/chain-local.sh) the same stage scripts as tier c with host tools
 #               outside Nix. It repeats the fat-LTO builds that tier c already proves, which
 #               CI's time budget cannot spare; run it when changing the stages.
-#   chain-extra (nix/tests/tier-c-extra.sh, after tier c) `nix-build --check` of the profile-use
-#               build, the PGO gate and BOLT, and the gateway trained on a user's shapes
-#               directory. ~10 min of builds that CI's budget cannot spare and other tiers cover:
-#               the release tier's verify-release rebuilds the same stages bit for bit from the
-#               published profiles, tier b evaluates the user-shapes wiring (docs/testing.md).
+#   chain-extra (nix/tests/tier-c-extra.sh, after tier c) checks.clippy and checks.tests in the
+#               sandbox, `nix-build --check` of the profile-use build, the PGO gate and BOLT,
+#               and the gateway trained on a user's shapes directory: builds that CI's budget
+#               cannot spare and other tiers cover (lint and cargo-test run the same clippy and
+#               tests; the release tier's verify-release rebuilds the same stages bit for bit;
+#               tier b evaluates the user-shapes wiring). docs/testing.md says why.
 #   crane-real  (nix/tests/crane-real.sh) the whole chain built through nix/lib/builder.nix with
 #               crane's OWN setup hooks from a crane snapshot (CRANE_SRC; CI cannot fetch
 #               crane, so it skips, saying so, when CRANE_SRC is unset), the stand-in's

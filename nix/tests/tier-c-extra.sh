@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Tier c-extra (on demand: scripts/test.sh chain-extra): what tier c once ran and CI's time
 # budget no longer spares, because other tiers prove the same property more cheaply
-# (docs/testing.md "On demand"). Needs tier c's results in OUTDIR (it builds nothing else).
+# (docs/testing.md, "Why chain-extra is on demand"). Needs tier c's results in OUTDIR.
+#  - checks.clippy and checks.tests (the test suite in the sandbox, its counts checked: crane's
+#    cargoTest runs nothing without doCheck): the lint and cargo-test tiers run the same clippy
+#    and the same tests on the host;
 #  - `nix-build --check` rebuilds gateway-pgo-build, gateway-pgo and gateway-pgo-bolt and must get
 #    the same bytes. The release tier's scripts/verify-release.sh already rebuilds gateway-pgo
 #    and gateway-pgo-bolt from the published profile (another store path) bit for bit.
@@ -22,6 +25,20 @@ fail() {
 [ -e "$outdir/result-gateway-profile" ] || fail "no tier c results in $outdir (run nix/tests/tier-c.sh first)"
 . "$repo/scripts/chain-host-env.sh"
 
+echo "== checks.clippy and checks.tests through nix/lib/builder.nix (the flake's nix flake check)"
+CHAIN_ATTRS="checks.clippy checks.tests" "$repo/scripts/chain-nix-host.sh" "$outdir" ||
+  fail "checks.clippy or checks.tests failed"
+echo "== checks.tests ran the test suite (crane's cargoTest runs nothing without doCheck)"
+tests_log=$(nix-store --read-log "$(readlink "$outdir/result-checks.tests")" 2>/dev/null || true)
+[ -n "$tests_log" ] || tests_log=$(nix log "$(readlink "$outdir/result-checks.tests")" 2>/dev/null || true)
+results=$(printf '%s\n' "$tests_log" | grep -E '^test result: ' || true)
+[ -n "$results" ] || fail "checks.tests' build log has no 'test result:' line"
+passed=$(printf '%s\n' "$results" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | awk '{s += $1} END {print s + 0}')
+failed=$(printf '%s\n' "$results" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | awk '{s += $1} END {print s + 0}')
+echo "  $(printf '%s\n' "$results" | wc -l) test binaries: $passed passed, $failed failed"
+[ "$passed" -gt 50 ] || fail "checks.tests ran only $passed tests"
+[ "$failed" -eq 0 ] || fail "checks.tests: $failed failed"
+
 # Issue 12: everything after training is deterministic. Nix rebuilds the profile-use build
 # and the BOLT rewrite from the same inputs and compares the outputs bit for bit.
 echo "== reproducible: nix-build --check rebuilds gateway-pgo-build, gateway-pgo and gateway-pgo-bolt"
@@ -34,7 +51,6 @@ for attr in gateway-pgo-build gateway-pgo gateway-pgo-bolt; do
   }
   echo "  ok: $attr rebuilt bit for bit ($(sha256sum "$outdir/result-$attr/bin/gateway" | cut -c1-16)) in $(($(date +%s) - t1)) s"
 done
-
 
 echo "== the gateway trained on a user's own shapes (nix/tests/fixtures/user-shapes)"
 us="$outdir/user-shapes"
