@@ -16,6 +16,8 @@
 #
 # Usage: nix/tests/readme-setup.sh [README]   (needs dpkg, apt-cache after apt-get update)
 set -euo pipefail
+# A failure inside $(needs) or $(owner ...) must stop the check, not be read as output.
+shopt -s inherit_errexit
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 fail() {
@@ -54,7 +56,7 @@ needs() {
     sed -E "s/#.*\$//; s/'[^']*'//g" "$f" |
       grep -oE '(^|[|;&(`]|\$\(|\b(then|do|else|if|while|until|command|exec|xargs|time)\b|!)[[:space:]]*[a-z][a-z0-9_.+-]*([^=a-z0-9_.+-]|$)' |
       grep -oE '[a-z][a-z0-9_.+-]*[^a-z0-9_.+-]?$' | grep -oE '^[a-z][a-z0-9_.+-]*' |
-      sort -u | sed "s|\$|\t$f|"
+      sort -u | sed "s|\$|\t$f|" || true
   done)
   # Each program resolved once: builtins and keywords are bash's, the rest must be on PATH.
   for word in $(cut -f1 <<<"$words" | sort -u); do
