@@ -11,8 +11,9 @@
 #  - programs called from Nix strings or by the toolchain, listed below with the reason.
 # A needed package is satisfied when it is on the install line, a dependency (Depends or
 # Pre-Depends, recursively) of one on it, or of Priority required. Every miss is named with who
-# needs it. Then the check proves it can fail: README copies without gawk, and without jq, must
-# be refused, naming them.
+# needs it. .ci/run must run the README's main then tests blocks and install nothing itself.
+# Then the check proves it can fail: README copies without gawk, and without jq, must be
+# refused, naming them.
 #
 # Usage: nix/tests/readme-setup.sh [README]   (needs dpkg, apt-cache after apt-get update)
 set -euo pipefail
@@ -138,6 +139,25 @@ echo "  needed: $(printf '%s\n' "$needed" | cut -f1 | sort -u | tr '\n' ' ')"
 check "$readme" || fail "the README's install line lacks packages (above)"
 echo "  ok: every needed package is on the line, a dependency of one, or in a minimal Debian"
 
+# ci_run_check FILE: FILE (a .ci/run) runs the README's main block, then its tests block, and
+# installs or downloads nothing itself: what CI installs before the README's line could hide a
+# package the line lacks (it did: CI was green while the line lacked gawk, patch and make).
+ci_run_check() {
+  local order
+  if grep -nE '^[^#]*(apt-get|apt |pip3? install|-m pip|npm (install|i) |curl |wget )' "$1" >&2; then
+    echo "  $1 installs or downloads something itself (above): the README's blocks must" >&2
+    return 1
+  fi
+  order=$(grep -oE 'readme-block\.sh (main|tests)' "$1" | cut -d' ' -f2 | paste -sd ' ')
+  [ "$order" = "main tests" ] || {
+    echo "  $1 must run the README's main block, then its tests block (found: $order)" >&2
+    return 1
+  }
+}
+echo "== .ci/run runs the README's blocks and installs nothing of its own"
+ci_run_check .ci/run || fail ".ci/run"
+echo "  ok: main, then tests; no install of its own"
+
 echo "== the check fails without a needed package"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -151,3 +171,8 @@ for drop in gawk jq; do
     fail "a README without $drop failed without naming it: $(cat "$tmp/err-$drop")"
   echo "  ok: without $drop: $(head -n1 "$tmp/err-$drop" | sed 's/^ *//')"
 done
+sed 's|^main_block=|apt-get install -y -qq gawk\nmain_block=|' .ci/run >"$tmp/run-installs"
+! ci_run_check "$tmp/run-installs" 2>/dev/null || fail "a .ci/run that installs gawk itself passed"
+sed 's|readme-block.sh tests|readme-block.sh other|' .ci/run >"$tmp/run-no-tests"
+! ci_run_check "$tmp/run-no-tests" 2>/dev/null || fail "a .ci/run without the tests block passed"
+echo "  ok: a .ci/run that installs gawk itself, and one without the tests block, are refused"
