@@ -176,3 +176,16 @@ sed 's|^main_block=|apt-get install -y -qq gawk\nmain_block=|' .ci/run >"$tmp/ru
 sed 's|readme-block.sh tests|readme-block.sh other|' .ci/run >"$tmp/run-no-tests"
 ! ci_run_check "$tmp/run-no-tests" 2>/dev/null || fail "a .ci/run without the tests block passed"
 echo "  ok: a .ci/run that installs gawk itself, and one without the tests block, are refused"
+# scripts/readme-block.sh refuses a block it cannot read whole, rather than run a part of it.
+printf '<!-- readme-block: main -->\n```sh\nscripts/chain-nix-host.sh out/nix-host\n' >"$tmp/unclosed.md"
+printf '<!-- readme-block: main -->\n\n```sh\ntrue\n```\n' >"$tmp/apart.md"
+printf '<!-- readme-block: main -->\n```sh\n```\n' >"$tmp/empty.md"
+for bad in "unclosed:is not closed" "apart:must stand right above" "empty:is empty"; do
+  if scripts/readme-block.sh main "$tmp/${bad%%:*}.md" >/dev/null 2>"$tmp/err-block"; then
+    fail "readme-block.sh read a ${bad%%:*} block"
+  fi
+  grep -q "${bad#*:}" "$tmp/err-block" ||
+    fail "readme-block.sh refused a ${bad%%:*} block without saying so: $(cat "$tmp/err-block")"
+done
+! scripts/readme-block.sh other "$readme" >/dev/null 2>&1 || fail "readme-block.sh read a block with no marker"
+echo "  ok: readme-block.sh refuses an unclosed block, a marker apart from its fence, an empty block, no marker"

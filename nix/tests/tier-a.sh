@@ -77,6 +77,7 @@ fi
 echo "== the crane stand-in runs crane's commands (docs/testing.md table, stand-in column)"
 "$repo/nix/tests/standin-commands.sh" || fail "the stand-in command table"
 # The README's install line (its main block, which .ci/run runs first) lacks nothing that the
-# main command needs on a fresh Debian; the check proves that it fails without gawk or jq.
+# main command needs on a fresh Debian, and .ci/run installs nothing of its own; the check
+# proves that each part can fail.
 "$repo/nix/tests/readme-setup.sh" || fail "the README's install line"
 echo "tier a: PASS in $(($(date +%s) - t0)) s"

@@ -26,11 +26,13 @@ fail() {
 . "$repo/scripts/chain-host-env.sh"
 
 echo "== checks.clippy and checks.tests through nix/lib/builder.nix (the flake's nix flake check)"
-CHAIN_ATTRS="checks.clippy checks.tests" "$repo/scripts/chain-nix-host.sh" "$outdir" ||
+# Into a directory of its own: tier c's results and stage timings stay as tier c left them.
+checks="$outdir/checks-extra"
+CHAIN_ATTRS="checks.clippy checks.tests" "$repo/scripts/chain-nix-host.sh" "$checks" ||
   fail "checks.clippy or checks.tests failed"
 echo "== checks.tests ran the test suite (crane's cargoTest runs nothing without doCheck)"
-tests_log=$(nix-store --read-log "$(readlink "$outdir/result-checks.tests")" 2>/dev/null || true)
-[ -n "$tests_log" ] || tests_log=$(nix log "$(readlink "$outdir/result-checks.tests")" 2>/dev/null || true)
+tests_log=$(nix-store --read-log "$(readlink "$checks/result-checks.tests")" 2>/dev/null || true)
+[ -n "$tests_log" ] || tests_log=$(nix log "$(readlink "$checks/result-checks.tests")" 2>/dev/null || true)
 results=$(printf '%s\n' "$tests_log" | grep -E '^test result: ' || true)
 [ -n "$results" ] || fail "checks.tests' build log has no 'test result:' line"
 passed=$(printf '%s\n' "$results" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | awk '{s += $1} END {print s + 0}')

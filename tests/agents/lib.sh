@@ -31,7 +31,7 @@ die() {
 }
 
 # Sets CLAUDE and CODEX, or fails naming the install command: the clients at the versions
-# tests/agents/clients.txt pins, in $AGENTS_DIR (.ci/run installs them).
+# tests/agents/clients.txt pins, in $AGENTS_DIR (scripts/test-deps.sh installs them).
 find_clients() {
   local spec name version have pins
   pins=$(grep -v '^#' "$repo/tests/agents/clients.txt" | tr '\n' ' ')

@@ -10,7 +10,7 @@
 #
 # Usage: tests/agents/run.sh [CASE PATTERN...]   (shell patterns on case names, e.g.
 #        '*passthrough*'; default: every case)
-#   AGENTS_DIR   the clients' npm prefix (default .agents; .ci/run installs them there)
+#   AGENTS_DIR   the clients' npm prefix (default .agents; scripts/test-deps.sh installs them there)
 #   GATEWAY_BIN, TRAINER_BIN   prebuilt binaries; default: built here (debug) into target/
 #   AGENTS_OUT   logs, one directory per case (default out/agents; emptied first)
 #   AGENTS_CLIENT_TIMEOUT_S   the limit of one client run (default 120)

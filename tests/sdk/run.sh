@@ -5,7 +5,7 @@
 #
 # Usage: tests/sdk/run.sh [PYTEST ARGS...]
 #   SDK_PYTHON   a python with the requirements installed (default: .venv-sdk/bin/python,
-#                created by .ci/run: python3 -m venv .venv-sdk &&
+#                created by scripts/test-deps.sh: python3 -m venv .venv-sdk &&
 #                .venv-sdk/bin/pip install -r tests/sdk/requirements.txt)
 #   GATEWAY_BIN, TRAINER_BIN   prebuilt binaries; default: built here (debug) into target/
 set -euo pipefail
