@@ -78,10 +78,12 @@ run_stage() {
   mv "$outdir/$name.tmp" "$outdir/$name"
   printf '%-22s %5d s  %s\n' "$name" "$(($(date +%s) - t0))" "$outdir/$name" | tee -a "$timings"
 }
+# v0 mangling in every cargo stage, as nix/lib/chain.nix's default symbolMangling.
+mangling="-Csymbol-mangling-version=v0"
 cargo_stage() {
   local name=$1 flags=$2
   shift 2
-  run_stage "$name" "$repo/scripts/cargo-stage.sh" SRC="$gateway_src" BIN_NAME=gateway RUSTFLAGS="$flags" \
+  run_stage "$name" "$repo/scripts/cargo-stage.sh" SRC="$gateway_src" BIN_NAME=gateway RUSTFLAGS="$mangling${flags:+ $flags}" \
     CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="$gateway_args" \
     CARGO_TARGET_DIR="$TARGET_BASE/$name" "$@"
 }
@@ -120,7 +122,8 @@ cargo_stage gateway-pgo-build "$pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo
 env CARGO_STDERR_LOG="$outdir/gateway-pgo-build.cargo-stderr.log" \
   DIAGNOSTICS_OUT="$outdir/gateway-pgo-build/share/gateway/pgo-build" bash "$stages/pgo-diagnostics.sh"
 run_stage gateway-pgo pgo-gate.sh PGO_BUILD="$outdir/gateway-pgo-build" PROFILE_DIR="$outdir/gateway-profile" \
-  PGO_RUSTFLAGS="$pgo_flags" TARGET="$host_triple"
+  PGO_RUSTFLAGS="$mangling $pgo_flags" TARGET="$host_triple" SYMBOL_MANGLING=v0 \
+  CARGO_ARGS="--release --locked $gateway_args"
 
 run_stage gateway-bolt-profile bolt-profile.sh BIN="$outdir/gateway-pgo/bin/gateway" \
   MIN_FDATA_BYTES=16384

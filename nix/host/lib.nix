@@ -30,6 +30,7 @@ let
     mergeFdata = "${llvmBin}/merge-fdata";
     inherit boltRuntimeLib;
     readelf = "/usr/bin/readelf";
+    strip = "/usr/bin/strip";
   };
   lib = import ../lib/mkPgoBoltChain.nix {
     crane = null;

@@ -23,7 +23,8 @@
 #
 # Arguments:
 #   buildWith       { pname, rustflags, cargoTarget, cargoExtraArgs, binName, postInstall,
-#                   pgoProfile } -> derivation with bin/<binName>. One cargo release build
+#                   pgoProfile, env } -> derivation with bin/<binName>. `env`: variables every
+#                   cargo run of the build sees (the preflight's profile overrides). One cargo release build
 #                   with one flag set, through ./stages/cargo-build.sh; its dependencies must
 #                   be built with the same RUSTFLAGS (they are instrumented and profile-used
 #                   too). `pgoProfile` (null or a .profdata file): the builder stages it at
@@ -39,8 +40,9 @@
 #                   with bash, coreutils, grep, sed and awk; env becomes the environment.
 #   hostTriple      the build host's target triple: every chain build passes it as
 #                   CARGO_BUILD_TARGET so RUSTFLAGS stay off build scripts and proc macros.
-#   tools           { llvmProfdata, llvmBolt, boltRuntimeLib, mergeFdata, readelf }, each an
-#                   absolute path (never looked up on PATH).
+#   tools           { llvmProfdata, llvmBolt, boltRuntimeLib, mergeFdata, readelf, strip },
+#                   each an absolute path (never looked up on PATH).
+#   src             the cargo workspace, read at evaluation by the preflight (./preflight.nix)
 #
 # The caller's arguments (workload, binName, cargoExtraArgs, the floors, boltFlags, profile,
 # boltProfile, holdoutGate, ...) are documented once, in docs/chain.md "Arguments"; their
@@ -50,6 +52,7 @@
   runStage,
   hostTriple,
   tools,
+  src,
   workload ? null,
   workloads ? null,
   binName ? "gateway",
@@ -62,7 +65,12 @@
   # cargo builds'; mkPgoBoltChain reads it from the crate's Cargo.toml when not given.
   version,
   cargoExtraArgs ? "-p ${package} --bin ${binName}",
+  # Added after cargoExtraArgs, so that a feature flag does not mean restating `-p`/`--bin`.
+  extraCargoArgs ? "",
   extraRustflags ? "",
+  # v0 by default: legacy mangling writes whole generic types into symbols (11,415 characters
+  # in a JSON query tool), more than BOLT's instrumentation runtime can write (bolt-profile.sh).
+  symbolMangling ? "v0",
   # ./bolt-flags.txt, one flag a line (BENCHMARKS.md's BOLT flag study measures the choice).
   boltFlags ? builtins.filter (l: l != "" && builtins.match "#.*" l == null) (
     builtins.filter builtins.isString (builtins.split "\n" (builtins.readFile ./bolt-flags.txt))
@@ -149,7 +157,31 @@ let
   # The binaries a user installs carry the version in their store path, as crane's builds do;
   # profiles and checks are data, named by stage alone.
   runProduct = name: env: runStage "${name}-${version}" ({ STAGE_NAME = name; } // env);
-  flags = rest: if extraRustflags == "" then rest else "${extraRustflags} ${rest}";
+  cargoArgs = if extraCargoArgs == "" then cargoExtraArgs else "${cargoExtraArgs} ${extraCargoArgs}";
+  # Refuses at evaluation what the chain cannot take (every build's arguments force it).
+  preflight = import ./preflight.nix {
+    inherit
+      src
+      binName
+      cargoArgs
+      extraRustflags
+      keepDebugInfo
+      symbolMangling
+      hostTriple
+      ;
+  };
+  # Every stage's RUSTFLAGS: the crate's config rustflags (cargo ignores them under RUSTFLAGS),
+  # the mangling, the caller's, then the stage's own.
+  flags =
+    rest:
+    builtins.concatStringsSep " " (
+      builtins.filter (f: f != "") [
+        preflight.configRustflags
+        preflight.manglingFlags
+        extraRustflags
+        rest
+      ]
+    );
   # The store path that holds a file (the workload's package), or the string itself.
   storePathOf =
     p:
@@ -169,8 +201,9 @@ let
       pname = if suffix == "" then pname else "${pname}-${suffix}";
       rustflags = flags rustflags;
       cargoTarget = hostTriple;
+      cargoExtraArgs = cargoArgs;
+      env = preflight.buildEnv;
       inherit
-        cargoExtraArgs
         binName
         postInstall
         pgoProfile
@@ -232,11 +265,19 @@ let
     TARGET = hostTriple;
     LLVM_PROFDATA = tools.llvmProfdata;
     MAX_MISSING_PROFILES = toString maxMissingProfiles;
+    # What the proof records of the build: its cargo arguments and the release profile the
+    # preflight resolved (with the chain's overrides: strip = "symbols" builds as "debuginfo").
+    CARGO_ARGS = "--release --locked ${cargoArgs}";
+    PROFILE_RELEASE = builtins.toJSON (
+      preflight.profile // { build-strip = preflight.buildEnv.CARGO_PROFILE_RELEASE_STRIP or preflight.profile.strip; }
+    );
+    SYMBOL_MANGLING = symbolMangling;
   } ''OUT_DIR="$out" ${stage "pgo-gate.sh"}'';
 
   trainedBoltProfile = train "${pname}-bolt-profile" {
     BIN = "${pgo}/bin/${binName}";
     LLVM_BOLT = tools.llvmBolt;
+    READELF = tools.readelf;
     BOLT_RT_LIB = tools.boltRuntimeLib;
     MERGE_FDATA = tools.mergeFdata;
     MIN_FDATA_BYTES = toString minFdataBytes;
@@ -255,6 +296,9 @@ let
       boltFlags ++ extraBoltFlags ++ (if keepDebugInfo then [ "-update-debug-sections" ] else [ ])
     );
     KEEP_DEBUG_INFO = if keepDebugInfo then "1" else "0";
+    # The crate's strip = true, applied to the shipped binary only (the chain built with symbols).
+    SHIP_STRIP = preflight.shipStrip;
+    STRIP = tools.strip;
     BIN_NAME = binName;
   } (stage "bolt-optimize.sh");
 

@@ -4,8 +4,8 @@
 #
 # Applied to the flake's crane and fenix inputs; then called with the arguments documented
 # once, in docs/chain.md "Arguments" (pkgs, src, binName and workload required). Of those,
-# pkgs, src, version, craneLib and toolchain are taken here; every other goes to ./chain.nix
-# as given.
+# pkgs, version, craneLib and toolchain are taken here; src goes to the builder and to
+# ./chain.nix's preflight; every other goes to ./chain.nix as given.
 #
 # Returns <binName>, <binName>-instrumented, -profile, -pgo-build, -pgo, -bolt-profile,
 # -pgo-bolt and checks.{pgo-proof,closure} (+ checks.holdout when holdoutGate is given).
@@ -48,7 +48,6 @@ in
 import ./chain.nix (
   builtins.removeAttrs args [
     "pkgs"
-    "src"
     "craneLib"
     "toolchain"
   ]
@@ -63,6 +62,7 @@ import ./chain.nix (
         mergeFdata
         boltRuntimeLib
         readelf
+        strip
         ;
     };
   }

@@ -7,7 +7,7 @@
 #           host, so each is built natively)
 #
 # Returns { rust, hostTriple, llvmProfdata, bolt, llvmBolt, mergeFdata, boltRuntimeLib,
-# readelf }.
+# readelf, strip }.
 {
   pkgs,
   fenix,
@@ -42,4 +42,6 @@ in
   mergeFdata = "${bolt}/bin/merge-fdata";
   boltRuntimeLib = "${bolt}/lib/libbolt_rt_instr.a";
   readelf = "${pkgs.binutils-unwrapped}/bin/readelf";
+  # The shipped binary only, when the crate's profile says strip = true (bolt-optimize.sh).
+  strip = "${pkgs.binutils-unwrapped}/bin/strip";
 }

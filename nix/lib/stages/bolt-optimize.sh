@@ -16,6 +16,10 @@
 #   KEEP_DEBUG_INFO  1: BOLT_FLAGS must carry -update-debug-sections, and an input with
 #                 .debug_info must give an output with it; 0: dropped. The proof's debug_info
 #                 says which: kept, dropped, or none (the input had none)
+#   SHIP_STRIP    symbols: the crate's profile says strip = true, which the chain's builds
+#                 could not honour (BOLT needs the symbols and relocations): the output is
+#                 stripped here, keeping .note.bolt_info; none (default): shipped as BOLT wrote it
+#   STRIP         absolute path of strip (binutils), read when SHIP_STRIP=symbols
 #   BIN_NAME      the binary's name (bin/<BIN_NAME>; the stage is <BIN_NAME>-pgo-bolt)
 #   OUT_DIR       install prefix (defaults to $out): bin/, share/<BIN_NAME>/
 set -euo pipefail
@@ -105,6 +109,27 @@ else
   debug_info=dropped
 fi
 
+# The size the crate intends: strip = true, applied after BOLT (which needed the symbols).
+shipped="$work/$BIN_NAME.bolt"
+case ${SHIP_STRIP:-none} in
+  none) ;;
+  symbols)
+    need_exe STRIP "${STRIP:-}"
+    "$STRIP" --strip-all --keep-section=.note.bolt_info -o "$work/$BIN_NAME.shipped" "$shipped" ||
+      die "strip --strip-all failed"
+    "$READELF" -p .note.bolt_info "$work/$BIN_NAME.shipped" 2>/dev/null | grep -q 'BOLT revision' ||
+      die "the stripped output lost .note.bolt_info"
+    "$READELF" -SW "$work/$BIN_NAME.shipped" >"$work/shipped-sections.txt"
+    ! grep -qE ' \.(symtab|debug_info) ' "$work/shipped-sections.txt" ||
+      die "strip left a symbol table or debug info"
+    [ "$("$READELF" -lW "$work/$BIN_NAME.shipped" | grep GNU_STACK | awk '{print $7}')" = RW ] ||
+      die "the stripped output's GNU_STACK is not plain RW"
+    note "stripped (the crate's strip = true): $(bytes_of "$shipped") -> $(bytes_of "$work/$BIN_NAME.shipped") bytes"
+    shipped="$work/$BIN_NAME.shipped"
+    ;;
+  *) die "SHIP_STRIP must be none or symbols, not '$SHIP_STRIP'" ;;
+esac
+
 bolt_version=$("$LLVM_BOLT" --version 2>&1 | grep -E 'LLVM version|BOLT revision' | sed -E 's/^[[:space:]]+//' | paste -sd ';' -)
 mkdir -p "$OUT_DIR/bin" "$OUT_DIR/share/$BIN_NAME"
 tmp="$work/bolt-proof.json"
@@ -115,13 +140,16 @@ json_object "$tmp" \
   functions_with_profile "$functions_with_profile" \
   functions_total "${functions_total:-0}" \
   input_sha256 "$(json_str "$(sha256_of "$work/$BIN_NAME")")" \
-  output_sha256 "$(json_str "$(sha256_of "$work/$BIN_NAME.bolt")")" \
+  bolt_output_sha256 "$(json_str "$(sha256_of "$work/$BIN_NAME.bolt")")" \
+  output_sha256 "$(json_str "$(sha256_of "$shipped")")" \
+  output_bytes "$(bytes_of "$shipped")" \
+  strip "$(json_str "${SHIP_STRIP:-none}")" \
   bolt_version "$(json_str "$bolt_version")" \
   gnu_stack "$(json_str "$(printf '%s' "$stack" | awk '{print $7}')")" \
   debug_info "$(json_str "$debug_info")" \
   bolt_info "$(json_str "$(printf '%s\n' "$note_text" | grep -o 'BOLT revision.*' | head -n1)")" \
   flags "$(json_str "-data=$BIN_NAME.fdata $BOLT_FLAGS")"
-install -m 0755 "$work/$BIN_NAME.bolt" "$OUT_DIR/bin/$BIN_NAME"
+install -m 0755 "$shipped" "$OUT_DIR/bin/$BIN_NAME"
 install -m 0644 "$PGO_PROOF" "$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
 install -m 0644 "$tmp" "$OUT_DIR/share/$BIN_NAME/bolt-proof.json"
 rm -rf "$work"

@@ -15,6 +15,7 @@
 #   BIN              the PGO binary, linked with --emit-relocs
 #   BIN_NAME         the binary's name: the profile is <BIN_NAME>.fdata
 #   LLVM_BOLT        absolute path of llvm-bolt
+#   READELF          absolute path of readelf (the symbol length check)
 #   BOLT_RT_LIB      absolute path of libbolt_rt_instr.a: llvm-bolt otherwise looks for it next
 #                    to its own binary and fails with "library not found" when that is elsewhere
 #   MERGE_FDATA      absolute path of merge-fdata
@@ -39,6 +40,26 @@ need_var OUT_DIR
 min_profiles=${MIN_PROFILES:-1}
 min_bytes=${MIN_FDATA_BYTES:-64}
 
+# BOLT 22's instrumentation runtime writes each fdata line, a branch's two function names (the
+# same name twice for a branch inside a function) and up to ~60 bytes of counts, into a stack
+# buffer of BOLT_LINE_BUFFER bytes (bolt/runtime/common.h BufSize), and aborts the instrumented
+# process when they do not fit: "Assertion failed: buffer overflow, function name too large"
+# (llvm/llvm-project#169899, in 22.1.8 still). Legacy Rust mangling writes whole generic types
+# into symbols (11,415 characters in a JSON query tool; 1,067 with v0). Checked on the PGO
+# binary before instrumenting, so that the stage names the symbol and the fix instead of
+# leaving the workload to fail. BOLT_LINE_BUFFER is set only by tier d, to reach the runtime.
+check_symbol_lengths() {
+  local longest symbol limit=$(((${BOLT_LINE_BUFFER:-10240} - 60) / 2))
+  need_exe READELF "${READELF:-}"
+  longest=$("$READELF" -sW "$1" | awk '$4 == "FUNC" && length($8) > n { n = length($8); s = $8 } END { print n + 0, s }')
+  symbol=${longest#* }
+  [ "${longest%% *}" -le "$limit" ] ||
+    die "the PGO binary has a function symbol of ${longest%% *} characters, more than BOLT's" \
+      "instrumentation runtime can write ($limit): ${symbol:0:160}...; build with" \
+      "symbolMangling = \"v0\" (the default; it shortens generic symbols), or shorten the type behind it"
+  note "longest function symbol: ${longest%% *} characters (BOLT's instrumentation limit: $limit)"
+}
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/bolt-profile.XXXXXX")
 inputs=()
 part_fields=()
@@ -56,6 +77,7 @@ else
   chmod u+w "$work/pgo/$BIN_NAME"
   bin_sha=$(sha256_of "$work/pgo/$BIN_NAME")
   workload_name=$(scrub_store "$WORKLOAD")
+  check_symbol_lengths "$work/pgo/$BIN_NAME"
   # The runtime writes <prefix>.<pid>.fdata at a normal exit; it does not create the directory.
   # exec -a: llvm-bolt records argv[0] in .note.bolt_info; keep store paths out of it.
   (cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" "pgo/$BIN_NAME" -o "bin/$BIN_NAME" \

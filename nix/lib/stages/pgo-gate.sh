@@ -22,6 +22,9 @@
 #   OUT_DIR               where to write bin/<BIN_NAME> and share/<BIN_NAME>/pgo-proof.json
 #   LLVM_PROFDATA         absolute path of llvm-profdata (rustc's LLVM), for `show`
 #   MAX_MISSING_PROFILES  allowed "no profile data available" warnings (default 0)
+#   CARGO_ARGS            the build's cargo arguments; PROFILE_RELEASE the release profile the
+#                         chain's preflight resolved (a JSON object); SYMBOL_MANGLING v0 or
+#                         legacy: recorded when given (nix/lib/chain.nix always gives them)
 #
 # What a different toolchain changes, and how this gate says so (the flake pins fenix stable,
 # Rust 1.97.1; CI builds with the host's 1.95): the LLVM major of rustc and llvm-profdata
@@ -98,6 +101,10 @@ profraw_bytes=$(json_num raw_bytes "$manifest")
 [ "$(json_strval merged_sha256 "$manifest")" = "$(sha256_of "$profile")" ] ||
   die "manifest's merged_sha256 is not the profile's: $manifest"
 
+build_fields=()
+[ -z "${CARGO_ARGS:-}" ] || build_fields+=(cargo_args "$(json_str "$(scrub_store "$CARGO_ARGS")")")
+[ -z "${PROFILE_RELEASE:-}" ] || build_fields+=(profile_release "$PROFILE_RELEASE")
+[ -z "${SYMBOL_MANGLING:-}" ] || build_fields+=(symbol_mangling "$(json_str "$SYMBOL_MANGLING")")
 proof="$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
 mkdir -p "$OUT_DIR/bin" "$(dirname "$proof")"
 json_object "$proof.tmp" \
@@ -114,7 +121,8 @@ json_object "$proof.tmp" \
   rustc_llvm "$(json_str "$rustc_llvm")" \
   llvm_profdata "$(json_str "$profdata_version")" \
   target "$(json_str "${TARGET:-}")" \
-  rustflags "$(json_str "$(scrub_store "$PGO_RUSTFLAGS")")"
+  rustflags "$(json_str "$(scrub_store "$PGO_RUSTFLAGS")")" \
+  "${build_fields[@]}"
 cp "$built" "$OUT_DIR/bin/$BIN_NAME.tmp"
 mv "$proof.tmp" "$proof"
 mv "$OUT_DIR/bin/$BIN_NAME.tmp" "$OUT_DIR/bin/$BIN_NAME"

@@ -28,8 +28,80 @@ run_workload() {
   case $status in
     0) ;;
     124 | 137) die "the workload did not finish within ${limit} s (WORKLOAD_TIMEOUT)" ;;
-    *) die "the workload failed (exit $status): it exits 0 only when it exercised the binary" ;;
+    *)
+      diagnose_workload "$workload" "$bin" "$dir/diagnosis" "$@"
+      die "the workload failed (exit $status): it exits 0 only when it exercised the binary; in a second run every process of $(basename "$bin") exited 0, so its own checks failed"
+      ;;
   esac
+}
+
+# diagnose_workload WORKLOAD BIN DIR [VAR=VALUE ...]: after a failed run, runs the workload once
+# more with BIN behind a recorder that keeps each process's exit status and stderr (the
+# workload may discard them), and dies naming the binary's own cause when a process of it
+# failed: an instrumented binary can die in its runtime (a BOLT assertion, an LLVM profile
+# error), which is not the workload's fault. Returns when every process exited 0.
+diagnose_workload() {
+  local workload=$1 bin=$2 dir=$3 name f st sig shown=0 failed=0 cause="" msg=""
+  shift 3
+  name=$(basename "$bin")
+  mkdir -p "$dir/bin" "$dir/procs" "$dir/cwd" "$dir/tmp"
+  # stderr into a file and replayed after the exit, synchronously: a workload that reads it
+  # finds it whole. stdin passed on explicitly (a background job's is /dev/null otherwise);
+  # TERM and INT forwarded (servers are stopped by signal).
+  {
+    printf '#!%s\n' "$BASH"
+    printf 'procs=%q bin=%q\n' "$dir/procs" "$bin"
+    cat <<'EOF'
+rec=$(mktemp "$procs/XXXXXX")
+printf '%s\n' "$*" >"$rec.args"
+exec 3<&0
+"$bin" "$@" <&3 3<&- 2>"$rec.err" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM
+trap 'kill -INT "$child" 2>/dev/null' INT
+while :; do
+  wait "$child"
+  st=$?
+  kill -0 "$child" 2>/dev/null || break
+done
+echo "$st" >"$rec.status"
+cat "$rec.err" >&2
+exit "$st"
+EOF
+  } >"$dir/bin/$name"
+  chmod +x "$dir/bin/$name"
+  note "the workload failed: running it once more, recording each process of $name"
+  (cd "$dir/cwd" && exec env TMPDIR="$dir/tmp" "$@" timeout --kill-after=30 \
+    "${WORKLOAD_TIMEOUT:-3600}" "$workload" "$dir/bin/$name") </dev/null >"$dir/workload.log" 2>&1 || true
+  for f in "$dir"/procs/*.status; do
+    [ -e "$f" ] || continue
+    st=$(cat "$f")
+    [ "$st" != 0 ] || continue
+    failed=$((failed + 1))
+    f=${f%.status}
+    # The runtimes' own words: BOLT's instrumentation runtime and LLVM's profile runtime.
+    if [ -z "$cause" ] && grep -qE 'Assertion failed|BOLT-ERROR|LLVM Profile Error' "$f.err"; then
+      cause=$(grep -m1 -E 'Assertion failed|BOLT-ERROR|LLVM Profile Error' "$f.err")
+    fi
+    [ -s "$f.err" ] || [ "$st" -gt 128 ] || continue
+    if [ "$shown" -lt 3 ]; then
+      sig=""
+      [ "$st" -le 128 ] || sig=" (signal $((st - 128)))"
+      msg="$msg
+    $name $(head -c 200 "$f.args" | head -n1) -> exit $st$sig:
+$(tail -n 3 "$f.err" | sed 's/^/      /')"
+      shown=$((shown + 1))
+    fi
+  done
+  [ "$failed" -gt 0 ] || return 0
+  case $cause in
+    *'function name too large'*)
+      die "the instrumented binary failed, not the workload: BOLT's instrumentation runtime aborted ($cause): a symbol is longer than it can write; build with symbolMangling = \"v0\" (the default).$msg" ;;
+    ?*)
+      die "the instrumented binary failed, not the workload: $cause$msg" ;;
+  esac
+  [ -n "$msg" ] || msg=" (none wrote to stderr)"
+  die "the workload failed; in a second run, recorded, $failed process(es) of $name exited non-zero (a workload may expect some to), these with stderr or a signal:$msg"
 }
 
 # check_profile_files WHAT MIN_COUNT MIN_BYTES FILE...: at least MIN_COUNT files, each of

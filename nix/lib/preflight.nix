@@ -1,0 +1,268 @@
+# The preflight: what a crate carries that the chain cannot take, refused at evaluation, in
+# seconds and before any build, with the fix named; and what the chain does itself about the
+# rest. A packager otherwise learns of it from the PGO build, ten minutes in (rust-lld:
+# "--strip-all and --emit-relocs may not be used together").
+#
+# Reads the release profile as cargo resolves it for the chain's builds: the workspace root's
+# Cargo.toml, overridden by src's .cargo/config.toml (or .cargo/config), overridden by
+# `--config profile.release.KEY=VALUE` in the cargo arguments; and the rustflags of that
+# config file, which the chain's RUSTFLAGS would otherwise silently replace. What each
+# refusal means: docs/chain.md "Packager checklist".
+#
+# Arguments: src (the cargo workspace), binName, cargoArgs (the cargo arguments of every build,
+# one string), extraRustflags, keepDebugInfo, symbolMangling, hostTriple.
+#
+# Returns, or throws every refusal at once:
+#   buildEnv         the environment every cargo build gets (the chain's profile overrides)
+#   configRustflags  the config file's rustflags for hostTriple, to prepend to every stage's
+#   manglingFlags    "-Csymbol-mangling-version=v0" or ""
+#   shipStrip        "symbols" when the crate asked for a stripped binary: the chain builds
+#                    with symbols (BOLT needs them) and strips <bin>-pgo-bolt's output
+#   profile          the effective release profile, as the proofs record it
+{
+  src,
+  binName,
+  cargoArgs,
+  extraRustflags,
+  keepDebugInfo,
+  symbolMangling,
+  hostTriple,
+}:
+let
+  inherit (builtins)
+    concatStringsSep
+    elem
+    filter
+    head
+    isList
+    isString
+    match
+    pathExists
+    readFile
+    fromTOML
+    ;
+  readToml = p: if pathExists p then fromTOML (readFile p) else { };
+  manifest = readToml (src + "/Cargo.toml");
+  configPath =
+    if pathExists (src + "/.cargo/config.toml") then
+      src + "/.cargo/config.toml"
+    else
+      src + "/.cargo/config";
+  config = readToml configPath;
+
+  # The cargo arguments as words (the builder passes them to bash unquoted, so a word may
+  # carry shell quotes: stripped here).
+  words = map (w: let m = match "'(.*)'" w; in if m == null then w else head m) (
+    filter (w: isString w && w != "") (builtins.split "[[:space:]]+" cargoArgs)
+  );
+  # The values of every `--config X` / `--config=X` among the words.
+  configArgs =
+    let
+      go =
+        ws:
+        if ws == [ ] then
+          [ ]
+        else
+          let
+            w = head ws;
+            rest = builtins.tail ws;
+            eq = match "--config=(.*)" w;
+          in
+          if w == "--config" && rest != [ ] then
+            [ (head rest) ] ++ go (builtins.tail rest)
+          else if eq != null then
+            [ (head eq) ] ++ go rest
+          else
+            go rest;
+    in
+    go words;
+  # `--config profile.release.KEY=VALUE` (VALUE in TOML) as { KEY = value; }.
+  argProfile = builtins.listToAttrs (
+    builtins.concatMap (
+      c:
+      let
+        m = match "profile\\.release\\.([A-Za-z-]+)=(.*)" c;
+      in
+      if m == null then
+        [ ]
+      else
+        [
+          {
+            name = head m;
+            value = (fromTOML "v = ${builtins.elemAt m 1}").v;
+          }
+        ]
+    ) configArgs
+  );
+  given = (manifest.profile.release or { }) // (config.profile.release or { }) // argProfile;
+
+  # cargo's release defaults (the cargo book, "Profiles"); strip defaults to "debuginfo" when
+  # debug info is off (cargo >= 1.77).
+  debug =
+    let
+      d = given.debug or false;
+    in
+    if d == false || d == 0 || d == "none" then
+      "none"
+    else if d == true || d == 2 || d == "full" then
+      "full"
+    else if d == 1 then
+      "limited"
+    else
+      toString d;
+  strip =
+    let
+      s = given.strip or (if debug == "none" then "debuginfo" else "none");
+    in
+    if s == true then
+      "symbols"
+    else if s == false then
+      "none"
+    else
+      s;
+  lto =
+    let
+      l = given.lto or false;
+    in
+    if l == true then
+      "fat"
+    else if l == false then
+      "false"
+    else
+      l;
+  profile = {
+    opt-level = toString (given.opt-level or 3);
+    inherit debug strip lto;
+    split-debuginfo = given.split-debuginfo or "off";
+    codegen-units = toString (given.codegen-units or 16);
+    panic = given.panic or "unwind";
+  };
+
+  # The config file's rustflags for the chain's target: cargo takes target.<triple>.rustflags,
+  # else build.rustflags, and ignores both whenever RUSTFLAGS is set, as it is in every
+  # chain build. So the chain passes them on itself.
+  flagList = f: if isList f then f else filter (w: isString w && w != "") (builtins.split " +" f);
+  configRustflags = concatStringsSep " " (
+    flagList (config.target.${hostTriple}.rustflags or config.build.rustflags or [ ])
+  );
+  cfgTargets = filter (t: match "cfg\\(.*" t != null && config.target.${t} ? rustflags) (
+    builtins.attrNames (config.target or { })
+  );
+
+  has = re: s: match ".*(${re}).*" s != null;
+  allRustflags = "${configRustflags} ${extraRustflags}";
+  refusals =
+    (
+      if pathExists (src + "/Cargo.toml") && !pathExists (src + "/Cargo.lock") then
+        [
+          "src has no Cargo.lock: the chain builds --locked and vendors the lock file; run `cargo generate-lockfile` in the crate and add Cargo.lock to src"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if profile.opt-level == "0" then
+        [
+          "the release profile has opt-level = 0: profile-guided optimization has nothing to guide; set opt-level to 1, 2, 3, \"s\" or \"z\""
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if keepDebugInfo && debug != "none" && elem profile.split-debuginfo [ "packed" "unpacked" ] then
+        [
+          "the release profile has debug = ${toString (given.debug or "")} with split-debuginfo = \"${profile.split-debuginfo}\": the chain ships bin/${binName} alone, and BOLT would rewrite DWARF that lives in .dwo files outside it; set split-debuginfo = \"off\", or keepDebugInfo = false to drop the debug info"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if elem (argProfile.strip or null) [
+        true
+        "symbols"
+      ] then
+        [
+          "cargo arguments set profile.release.strip: the chain must link with symbols and relocations (BOLT reads them), and strips ${binName}-pgo-bolt itself when the crate's profile says strip = true; drop the --config and set strip in the crate's [profile.release]"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if has "-C *strip=|-Cstrip=|--strip-all|-Wl,-s( |,|$)|link-arg=-s( |$)" allRustflags then
+        [
+          "rustflags strip the binary (-Cstrip or a linker --strip-all): BOLT needs the symbols and the --emit-relocs relocations; drop the flag (the chain strips ${binName}-pgo-bolt itself when the crate's profile says strip = true)"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if has "profile-generate|profile-use|profile-sample-use" allRustflags then
+        [
+          "rustflags carry a -Cprofile-* flag: the chain sets those itself, one per stage; drop it"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if has "symbol-mangling-version" allRustflags then
+        [
+          "rustflags set -Csymbol-mangling-version: the chain sets it from `symbolMangling` (default \"v0\"); give that argument instead"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      let
+        owned = filter (
+          w:
+          elem w [
+            "--release"
+            "-r"
+            "--profile"
+            "--target"
+            "--message-format"
+          ]
+          || match "--(profile|target|message-format)=.*" w != null
+        ) words;
+      in
+      if owned != [ ] then
+        [
+          "cargo arguments carry ${concatStringsSep " " owned}: the chain builds --release for ${hostTriple} itself (its profile settings: the crate's [profile.release], or --config profile.release.KEY=VALUE)"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if cfgTargets != [ ] then
+        [
+          "${toString configPath} sets rustflags under target.'${head cfgTargets}', which the chain cannot evaluate (its RUSTFLAGS replace them): give those flags as `extraRustflags`"
+        ]
+      else
+        [ ]
+    )
+    ++ (
+      if
+        !elem symbolMangling [
+          "v0"
+          "legacy"
+        ]
+      then
+        [ "symbolMangling must be \"v0\" or \"legacy\", not \"${toString symbolMangling}\"" ]
+      else
+        [ ]
+    );
+in
+if refusals != [ ] then
+  throw (
+    "mkPgoBoltChain ${binName}: preflight refused (docs/chain.md \"Packager checklist\"):\n  - "
+    + concatStringsSep "\n  - " refusals
+  )
+else
+  {
+    inherit profile configRustflags;
+    shipStrip = if strip == "symbols" then "symbols" else "none";
+    # Linking with symbols and --emit-relocs: strip = "symbols" becomes "debuginfo" for the
+    # chain's builds (rust-lld refuses --strip-all with --emit-relocs).
+    buildEnv = if strip == "symbols" then { CARGO_PROFILE_RELEASE_STRIP = "debuginfo"; } else { };
+    manglingFlags = if symbolMangling == "v0" then "-Csymbol-mangling-version=v0" else "";
+  }
