@@ -32,6 +32,18 @@ if [ -n "${CHAIN_FILE:-}" ]; then
   chain_nix=${CHAIN_NIX:-$repo/nix/host/packager.nix}
   chain_args=(--arg chainFile "$chain_file")
 fi
+if [ -n "${CHAIN_FILE:-}" ]; then
+  # The chain's preflight (nix/lib/preflight.nix) first: evaluation only, seconds, before
+  # vendoring and hours of building. It names what the crate carries that the chain cannot take.
+  # shellcheck disable=SC2086 # NIX_HOST_ARGS is a word list by design
+  preflight=$(nix-instantiate --eval --strict --json --read-write-mode "$chain_nix" "${chain_args[@]}" \
+    --argstr rustSysroot /preflight-only --argstr vendorDir /preflight-only ${NIX_HOST_ARGS:-} \
+    -A preflight) || {
+    echo "the chain's preflight refused $CHAIN_FILE (docs/chain.md \"Packager checklist\")" >&2
+    exit 1
+  }
+  echo "preflight: ok: $preflight"
+fi
 . "$repo/scripts/chain-host-env.sh"
 
 mkdir -p "$outdir"

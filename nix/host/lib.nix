@@ -30,7 +30,7 @@ let
     mergeFdata = "${llvmBin}/merge-fdata";
     inherit boltRuntimeLib;
     readelf = "/usr/bin/readelf";
-    strip = "/usr/bin/strip";
+    strip = "${llvmBin}/llvm-strip";
   };
   lib = import ../lib/mkPgoBoltChain.nix {
     crane = null;

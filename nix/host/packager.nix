@@ -51,6 +51,7 @@ let
 in
 chain
 // {
+  preflight = chain."${bin}-preflight";
   chainAttrs = toString (
     stages ++ map (c: "checks.${c}") (builtins.attrNames (chain.checks or { }))
   );

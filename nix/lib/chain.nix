@@ -24,8 +24,8 @@
 # Arguments:
 #   buildWith       { pname, rustflags, cargoTarget, cargoExtraArgs, binName, postInstall,
 #                   pgoProfile, env } -> derivation with bin/<binName>. `env`: variables every
-#                   cargo run of the build sees (the preflight's profile overrides). One cargo release build
-#                   with one flag set, through ./stages/cargo-build.sh; its dependencies must
+#                   cargo run of the build sees (the preflight's profile overrides). One
+#                   cargo release build with one flag set, through ./stages/cargo-build.sh; its dependencies must
 #                   be built with the same RUSTFLAGS (they are instrumented and profile-used
 #                   too). `pgoProfile` (null or a .profdata file): the builder stages it at
 #                   a fixed path inside the build and puts that path where RUSTFLAGS say
@@ -157,7 +157,8 @@ let
   # The binaries a user installs carry the version in their store path, as crane's builds do;
   # profiles and checks are data, named by stage alone.
   runProduct = name: env: runStage "${name}-${version}" ({ STAGE_NAME = name; } // env);
-  cargoArgs = if extraCargoArgs == "" then cargoExtraArgs else "${cargoExtraArgs} ${extraCargoArgs}";
+  cargoArgs =
+    if extraCargoArgs == "" then cargoExtraArgs else "${cargoExtraArgs} ${extraCargoArgs}";
   # Refuses at evaluation what the chain cannot take (every build's arguments force it).
   preflight = import ./preflight.nix {
     inherit
@@ -269,7 +270,10 @@ let
     # preflight resolved (with the chain's overrides: strip = "symbols" builds as "debuginfo").
     CARGO_ARGS = "--release --locked ${cargoArgs}";
     PROFILE_RELEASE = builtins.toJSON (
-      preflight.profile // { build-strip = preflight.buildEnv.CARGO_PROFILE_RELEASE_STRIP or preflight.profile.strip; }
+      preflight.profile
+      // {
+        build-strip = preflight.buildEnv.CARGO_PROFILE_RELEASE_STRIP or preflight.profile.strip;
+      }
     );
     SYMBOL_MANGLING = symbolMangling;
   } ''OUT_DIR="$out" ${stage "pgo-gate.sh"}'';
@@ -364,5 +368,11 @@ in
   "${binName}-pgo" = pgo;
   "${binName}-bolt-profile" = boltProfileDir;
   "${binName}-pgo-bolt" = pgoBolt;
+  # What the preflight resolved, evaluated on its own by scripts/chain-nix-host.sh before it
+  # vendors or builds anything (throws its refusals).
+  "${binName}-preflight" = {
+    inherit (preflight) profile shipStrip configRustflags;
+    inherit cargoArgs symbolMangling;
+  };
   inherit checks;
 }

@@ -151,106 +151,99 @@ let
 
   has = re: s: match ".*(${re}).*" s != null;
   allRustflags = "${configRustflags} ${extraRustflags}";
-  refusals =
-    (
-      if pathExists (src + "/Cargo.toml") && !pathExists (src + "/Cargo.lock") then
-        [
-          "src has no Cargo.lock: the chain builds --locked and vendors the lock file; run `cargo generate-lockfile` in the crate and add Cargo.lock to src"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if profile.opt-level == "0" then
-        [
-          "the release profile has opt-level = 0: profile-guided optimization has nothing to guide; set opt-level to 1, 2, 3, \"s\" or \"z\""
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if keepDebugInfo && debug != "none" && elem profile.split-debuginfo [ "packed" "unpacked" ] then
-        [
-          "the release profile has debug = ${toString (given.debug or "")} with split-debuginfo = \"${profile.split-debuginfo}\": the chain ships bin/${binName} alone, and BOLT would rewrite DWARF that lives in .dwo files outside it; set split-debuginfo = \"off\", or keepDebugInfo = false to drop the debug info"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if elem (argProfile.strip or null) [
-        true
-        "symbols"
-      ] then
-        [
-          "cargo arguments set profile.release.strip: the chain must link with symbols and relocations (BOLT reads them), and strips ${binName}-pgo-bolt itself when the crate's profile says strip = true; drop the --config and set strip in the crate's [profile.release]"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if has "-C *strip=|-Cstrip=|--strip-all|-Wl,-s( |,|$)|link-arg=-s( |$)" allRustflags then
-        [
-          "rustflags strip the binary (-Cstrip or a linker --strip-all): BOLT needs the symbols and the --emit-relocs relocations; drop the flag (the chain strips ${binName}-pgo-bolt itself when the crate's profile says strip = true)"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if has "profile-generate|profile-use|profile-sample-use" allRustflags then
-        [
-          "rustflags carry a -Cprofile-* flag: the chain sets those itself, one per stage; drop it"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if has "symbol-mangling-version" allRustflags then
-        [
-          "rustflags set -Csymbol-mangling-version: the chain sets it from `symbolMangling` (default \"v0\"); give that argument instead"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      let
-        owned = filter (
-          w:
-          elem w [
-            "--release"
-            "-r"
-            "--profile"
-            "--target"
-            "--message-format"
-          ]
-          || match "--(profile|target|message-format)=.*" w != null
-        ) words;
-      in
-      if owned != [ ] then
-        [
-          "cargo arguments carry ${concatStringsSep " " owned}: the chain builds --release for ${hostTriple} itself (its profile settings: the crate's [profile.release], or --config profile.release.KEY=VALUE)"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if cfgTargets != [ ] then
-        [
-          "${toString configPath} sets rustflags under target.'${head cfgTargets}', which the chain cannot evaluate (its RUSTFLAGS replace them): give those flags as `extraRustflags`"
-        ]
-      else
-        [ ]
-    )
-    ++ (
-      if
-        !elem symbolMangling [
-          "v0"
-          "legacy"
-        ]
-      then
-        [ "symbolMangling must be \"v0\" or \"legacy\", not \"${toString symbolMangling}\"" ]
-      else
-        [ ]
-    );
+  owned = filter (
+    w:
+    elem w [
+      "--release"
+      "-r"
+      "--profile"
+      "--target"
+      "--message-format"
+    ]
+    || match "--(profile|target|message-format)=.*" w != null
+  ) words;
+  stripsRe = "-C *strip=|--strip-all|-Wl,-s( |,|$)|link-arg=-s( |$)";
+  # Each refusal: when it applies, and what to do (docs/chain.md "Packager checklist").
+  refusals = map (r: r.why) (
+    filter (r: r.when) [
+      {
+        when = pathExists (src + "/Cargo.toml") && !pathExists (src + "/Cargo.lock");
+        why =
+          "src has no Cargo.lock: the chain builds --locked and vendors the lock file; run"
+          + " `cargo generate-lockfile` in the crate and add Cargo.lock to src";
+      }
+      {
+        when = profile.opt-level == "0";
+        why =
+          "the release profile has opt-level = 0: profile-guided optimization has nothing to"
+          + " guide; set opt-level to 1, 2, 3, \"s\" or \"z\"";
+      }
+      {
+        when =
+          keepDebugInfo
+          && debug != "none"
+          && elem profile.split-debuginfo [
+            "packed"
+            "unpacked"
+          ];
+        why =
+          "the release profile has debug info (${debug}) with split-debuginfo ="
+          + " \"${profile.split-debuginfo}\": the chain ships bin/${binName} alone, and BOLT"
+          + " would rewrite DWARF that lives in .dwo files outside it; set split-debuginfo ="
+          + " \"off\", or keepDebugInfo = false to drop the debug info";
+      }
+      {
+        when = elem (argProfile.strip or null) [
+          true
+          "symbols"
+        ];
+        why =
+          "cargo arguments set profile.release.strip: the chain links with symbols and"
+          + " relocations (BOLT reads them) and strips ${binName}-pgo-bolt itself when the"
+          + " crate's profile says strip = true; drop the --config and set strip in the"
+          + " crate's [profile.release]";
+      }
+      {
+        when = has stripsRe allRustflags;
+        why =
+          "rustflags strip the binary (-Cstrip or a linker --strip-all): BOLT needs the"
+          + " symbols and the --emit-relocs relocations; drop the flag (the chain strips"
+          + " ${binName}-pgo-bolt itself when the crate's profile says strip = true)";
+      }
+      {
+        when = has "profile-generate|profile-use|profile-sample-use" allRustflags;
+        why = "rustflags carry a -Cprofile-* flag: the chain sets those, one per stage; drop it";
+      }
+      {
+        when = has "symbol-mangling-version" allRustflags;
+        why =
+          "rustflags set -Csymbol-mangling-version: the chain sets it from `symbolMangling`"
+          + " (default \"v0\"); give that argument instead";
+      }
+      {
+        when = owned != [ ];
+        why =
+          "cargo arguments carry ${concatStringsSep " " owned}: the chain builds --release"
+          + " for ${hostTriple} itself (profile settings: the crate's [profile.release], or"
+          + " --config profile.release.KEY=VALUE)";
+      }
+      {
+        when = cfgTargets != [ ];
+        why =
+          "src's .cargo/${baseNameOf (toString configPath)} sets rustflags under"
+          + " target.'${head cfgTargets}', which the chain cannot evaluate (its RUSTFLAGS"
+          + " replace them): give those flags as `extraRustflags`";
+      }
+      {
+        when =
+          !elem symbolMangling [
+            "v0"
+            "legacy"
+          ];
+        why = "symbolMangling must be \"v0\" or \"legacy\", not \"${toString symbolMangling}\"";
+      }
+    ]
+  );
 in
 if refusals != [ ] then
   throw (

@@ -152,7 +152,11 @@ expect gateway-pgo-build.buildPhase "${w[pgoBuildCommand]}" "cargo-build.sh"
 expect gateway-pgo-build.CARGO_BUILD_TARGET "${w[pgoTarget]}" "x86_64-unknown-linux-gnu"
 expect gateway-pgo-build.dontStrip "${w[pgoDontStrip]}" "true"
 expect "gateway-pgo-build deps' PGO_RUSTFLAGS (the binary's)" "${w[pgoDepsFlags]}" "${w[pgoFlags]}"
-expect gateway.RUSTFLAGS "${w[plainFlags]}" "[]"
+# The plain build: the chain's mangling (symbolMangling, default v0) and nothing else; every
+# other stage carries it too, so that all train and ship the same symbols.
+expect gateway.RUSTFLAGS "${w[plainFlags]}" "[-Csymbol-mangling-version=v0]"
+expect gateway-instrumented.RUSTFLAGS "${w[instrumentedFlags]}" "-Csymbol-mangling-version=v0 "
+expect gateway-pgo-build.RUSTFLAGS "${w[pgoFlags]}" "-Csymbol-mangling-version=v0 "
 expect gateway-profile.LLVM_PROFDATA "${w[profdata]}" "/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-profdata"
 expect gateway-profile.BIN "${w[profileBin]}" "${w[instrumented]}/bin/gateway"
 # The workload contract, fanned out: both profile stages train one derivation per training

@@ -17,6 +17,8 @@
 # unresolved token; and the crane stand-in failing where crane fails: a postInstall that reads
 # a variable its build phase did not export, and exported RUSTFLAGS that rustc cannot read
 # outside cargo-build.sh (crane's install hook runs `cargo metadata`; nix/tests/standin-phases.nix).
+# Then the packager's side (nix/tests/packager-checks.sh): each preflight refusal, strip = true
+# and config rustflags handled, and BOLT's symbol limit on nix/tests/fixtures/long-symbols.
 # Reuses tier c's store paths (instrumented build, profile): run tier c first.
 #
 # Usage: nix/tests/tier-d.sh [TIER_C_OUTDIR]   (default ./out/tier-c)
@@ -440,4 +442,6 @@ sed -i -E '0,/^fn main\(.*\{$/s//&\n    if std::env::var_os("GATEWAY_STALE_PROFI
 expect_failure stale-profile gateway-pgo "hash mismatch" \
   --arg root "$stale" --arg profileFrom "$repo"
 
+# The packager's side: the preflight's refusals, strip = true, BOLT's symbol limit.
+"$repo/nix/tests/packager-checks.sh" "$work/packager"
 echo "tier d: PASS in $(($(date +%s) - t0)) s"

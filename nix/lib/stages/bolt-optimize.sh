@@ -19,7 +19,7 @@
 #   SHIP_STRIP    symbols: the crate's profile says strip = true, which the chain's builds
 #                 could not honour (BOLT needs the symbols and relocations): the output is
 #                 stripped here, keeping .note.bolt_info; none (default): shipped as BOLT wrote it
-#   STRIP         absolute path of strip (binutils), read when SHIP_STRIP=symbols
+#   STRIP         absolute path of llvm-strip, read when SHIP_STRIP=symbols
 #   BIN_NAME      the binary's name (bin/<BIN_NAME>; the stage is <BIN_NAME>-pgo-bolt)
 #   OUT_DIR       install prefix (defaults to $out): bin/, share/<BIN_NAME>/
 set -euo pipefail
@@ -117,6 +117,12 @@ case ${SHIP_STRIP:-none} in
     need_exe STRIP "${STRIP:-}"
     "$STRIP" --strip-all --keep-section=.note.bolt_info -o "$work/$BIN_NAME.shipped" "$shipped" ||
       die "strip --strip-all failed"
+    # Stripping removes what no segment maps, nothing else: GNU strip 2.40 moves BOLT's
+    # 2 MiB-aligned code segment ("can't be allocated in segment"), exits 0, and the binary
+    # segfaults. Hence llvm-strip, and this check that the program headers are untouched.
+    segments() { "$READELF" -lW "$1" | grep -E '^ +[A-Z_]+ +0x'; }
+    [ "$(segments "$shipped")" = "$(segments "$work/$BIN_NAME.shipped")" ] ||
+      die "$(basename "$STRIP") changed the program headers: the stripped binary would not load as BOLT laid it out"
     "$READELF" -p .note.bolt_info "$work/$BIN_NAME.shipped" 2>/dev/null | grep -q 'BOLT revision' ||
       die "the stripped output lost .note.bolt_info"
     "$READELF" -SW "$work/$BIN_NAME.shipped" >"$work/shipped-sections.txt"

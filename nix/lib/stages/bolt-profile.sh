@@ -40,16 +40,20 @@ need_var OUT_DIR
 min_profiles=${MIN_PROFILES:-1}
 min_bytes=${MIN_FDATA_BYTES:-64}
 
-# BOLT 22's instrumentation runtime writes each fdata line, a branch's two function names (the
-# same name twice for a branch inside a function) and up to ~60 bytes of counts, into a stack
-# buffer of BOLT_LINE_BUFFER bytes (bolt/runtime/common.h BufSize), and aborts the instrumented
-# process when they do not fit: "Assertion failed: buffer overflow, function name too large"
-# (llvm/llvm-project#169899, in 22.1.8 still). Legacy Rust mangling writes whole generic types
-# into symbols (11,415 characters in a JSON query tool; 1,067 with v0). Checked on the PGO
-# binary before instrumenting, so that the stage names the symbol and the fix instead of
+# BOLT 22's instrumentation runtime writes each fdata line, `1 FROM OFF 1 TO OFF 0 COUNT`, into
+# a stack buffer of BOLT_LINE_BUFFER bytes (bolt/runtime/common.h BufSize = 10240; Debian's
+# libbolt_rt_instr.a 22.1.8 compares against 0x27e7 = 10240 - 25). A branch inside a function
+# names it twice. Past the buffer the process exits 1, "Assertion failed: buffer overflow,
+# function name too large" (llvm/llvm-project#169899), leaving a partial .fdata that
+# merge-fdata accepts; a few characters short of that it exits 0 and writes a malformed line
+# that llvm-bolt -data rejects later. Measured on nix/tests/fixtures/long-symbols: a branching
+# function fails from 5,101 characters. So the limit leaves 100 bytes for the offsets, the
+# count, the separators and BOLT's `/N` suffix of local symbols: 5,070. Legacy Rust mangling
+# writes whole generic types into symbols (11,415 characters in a JSON query tool, 1,067 in v0).
+# Checked on the PGO binary before instrumenting, to name the symbol and the fix instead of
 # leaving the workload to fail. BOLT_LINE_BUFFER is set only by tier d, to reach the runtime.
 check_symbol_lengths() {
-  local longest symbol limit=$(((${BOLT_LINE_BUFFER:-10240} - 60) / 2))
+  local longest symbol limit=$(((${BOLT_LINE_BUFFER:-10240} - 100) / 2))
   need_exe READELF "${READELF:-}"
   longest=$("$READELF" -sW "$1" | awk '$4 == "FUNC" && length($8) > n { n = length($8); s = $8 } END { print n + 0, s }')
   symbol=${longest#* }
@@ -58,11 +62,13 @@ check_symbol_lengths() {
       "instrumentation runtime can write ($limit): ${symbol:0:160}...; build with" \
       "symbolMangling = \"v0\" (the default; it shortens generic symbols), or shorten the type behind it"
   note "longest function symbol: ${longest%% *} characters (BOLT's instrumentation limit: $limit)"
+  symbol_fields=(longest_function_symbol "${longest%% *}")
 }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bolt-profile.XXXXXX")
 inputs=()
 part_fields=()
+symbol_fields=()
 if [ -n "${PARTS:-}" ]; then
   read_parts fdata pgo_bin_sha256 min_fdata_bytes
 else
@@ -128,6 +134,7 @@ json_object "$work/out/manifest.json" \
   merged_bytes "$(bytes_of "$merged")" \
   merged_sha256 "$(json_str "$(sha256_of "$merged")")" \
   functions "$functions" \
+  "${symbol_fields[@]}" \
   "${part_fields[@]}"
 note "fdata: $raw_count files, $raw_bytes bytes, merged $(bytes_of "$merged") bytes, $functions functions"
 

@@ -30,7 +30,10 @@ run_workload() {
     124 | 137) die "the workload did not finish within ${limit} s (WORKLOAD_TIMEOUT)" ;;
     *)
       diagnose_workload "$workload" "$bin" "$dir/diagnosis" "$@"
-      die "the workload failed (exit $status): it exits 0 only when it exercised the binary; in a second run every process of $(basename "$bin") exited 0, so its own checks failed"
+      if [ "$diag_processes" -eq 0 ]; then
+        die "the workload failed (exit $status): it exits 0 only when it exercised the binary; run again, it ran no process of $(basename "$bin")"
+      fi
+      die "the workload failed (exit $status): it exits 0 only when it exercised the binary; run again, all $diag_processes process(es) of $(basename "$bin") exited 0: its own checks failed"
       ;;
   esac
 }
@@ -39,7 +42,8 @@ run_workload() {
 # more with BIN behind a recorder that keeps each process's exit status and stderr (the
 # workload may discard them), and dies naming the binary's own cause when a process of it
 # failed: an instrumented binary can die in its runtime (a BOLT assertion, an LLVM profile
-# error), which is not the workload's fault. Returns when every process exited 0.
+# error), which is not the workload's fault. Returns when every process exited 0, with
+# diag_processes set to their count.
 diagnose_workload() {
   local workload=$1 bin=$2 dir=$3 name f st sig shown=0 failed=0 cause="" msg=""
   shift 3
@@ -73,8 +77,10 @@ EOF
   note "the workload failed: running it once more, recording each process of $name"
   (cd "$dir/cwd" && exec env TMPDIR="$dir/tmp" "$@" timeout --kill-after=30 \
     "${WORKLOAD_TIMEOUT:-3600}" "$workload" "$dir/bin/$name") </dev/null >"$dir/workload.log" 2>&1 || true
+  diag_processes=0
   for f in "$dir"/procs/*.status; do
     [ -e "$f" ] || continue
+    diag_processes=$((diag_processes + 1))
     st=$(cat "$f")
     [ "$st" != 0 ] || continue
     failed=$((failed + 1))

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Tier d, the packager's side (issue 37): what a crate carries that the chain cannot take is
+# named within seconds, before vendoring or any build; what the chain can do itself, it does.
+#   1. the preflight's refusals (nix/lib/preflight.nix), one crate each, through the README's
+#      packager command (CHAIN_FILE=... scripts/chain-nix-host.sh): each must fail naming its
+#      cause, in under a minute, before vendoring (its vendor directory never appears);
+#   2. what the chain does itself, on a small crate with `strip = true` and `.cargo/config.toml`
+#      rustflags its source needs: it builds, the shipped binary is stripped (keeping
+#      .note.bolt_info), the PGO binary kept its symbols, and the proofs say so;
+#   3. BOLT's symbol limit on nix/tests/fixtures/long-symbols (a 14,808-character symbol under
+#      legacy mangling): with default arguments (v0) it builds; with symbolMangling = "legacy"
+#      the BOLT profile stage refuses it before instrumenting; and, the check lifted
+#      (BOLT_LINE_BUFFER), BOLT's runtime aborts and the stage names that, not the workload.
+#
+# Usage: nix/tests/packager-checks.sh [WORKDIR]   (root, the README's packages)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+work=${1:-$(mktemp -d /var/tmp/packager-checks.XXXXXX)}
+t0=$(date +%s)
+fail() {
+  echo "packager checks: FAIL: $*" >&2
+  exit 1
+}
+mkdir -p "$work"
+
+# crate DIR ARGS [MANIFEST-TAIL]: a copy of the hello fixture with a workload that checks it,
+# the release profile lines MANIFEST-TAIL, and a chain file passing ARGS (Nix attributes).
+crate() {
+  local dir=$1 args=$2 tail=${3:-}
+  rm -rf "$dir"
+  mkdir -p "$dir/src"
+  cp "$repo/nix/tests/fixtures/hello-crate/Cargo.lock" "$dir/"
+  cat >"$dir/Cargo.toml" <<EOF
+[package]
+name = "hello"
+version = "0.1.0"
+edition = "2021"
+
+[workspace]
+
+[profile.release]
+$tail
+EOF
+  echo 'fn main() { println!("hello"); }' >"$dir/src/main.rs"
+  cat >"$dir/workload.sh" <<'EOF'
+#!/usr/bin/env bash
+set -euo pipefail
+for _ in 1 2 3; do [ "$("$1")" = hello ] || exit 1; done
+EOF
+  cat >"$dir/chain.nix" <<EOF
+{ pkgs, mkPgoBoltChain }:
+mkPgoBoltChain {
+  inherit pkgs;
+  src = builtins.path {
+    path = ./.;
+    name = "hello-src";
+    filter = path: _type: !builtins.elem (baseNameOf path) [ "chain.nix" "workload.sh" ];
+  };
+  binName = "hello";
+  workload = pkgs.writeShellScript "hello-workload" (builtins.readFile ./workload.sh);
+  minProfiles = 3;
+  minProfileBytes = 512; # a one-line program's profile is under the default floor
+  $args
+}
+EOF
+}
+
+# refused NAME PATTERN: the packager command on $work/NAME must fail within a minute, print
+# PATTERN, and vendor nothing.
+refused() {
+  local name=$1 pattern=$2 t1 rc=0
+  t1=$(date +%s)
+  CHAIN_FILE="$work/$name/chain.nix" CHAIN_VENDOR_DIR="$work/$name.vendor" \
+    "$repo/scripts/chain-nix-host.sh" "$work/$name.out" >"$work/$name.log" 2>&1 || rc=$?
+  [ "$rc" -ne 0 ] || fail "$name: the chain built"
+  grep -qF -- "$pattern" "$work/$name.log" || {
+    tail -n 20 "$work/$name.log" >&2
+    fail "$name: the log does not say '$pattern'"
+  }
+  [ ! -e "$work/$name.vendor" ] || fail "$name: vendored before refusing"
+  [ $(($(date +%s) - t1)) -lt 60 ] || fail "$name: refused after $(($(date +%s) - t1)) s"
+  echo "  ok: $name refused in $(($(date +%s) - t1)) s: $(grep -F -- "$pattern" "$work/$name.log" | head -n1 | sed 's/^ *//' | cut -c1-150)"
+}
+
+echo "== the preflight's refusals"
+crate "$work/opt0" "" "opt-level = 0"
+refused opt0 "the release profile has opt-level = 0"
+crate "$work/split-debuginfo" "" $'debug = true\nsplit-debuginfo = "packed"'
+refused split-debuginfo 'split-debuginfo = "packed": the chain ships bin/hello alone'
+crate "$work/strip-arg" 'extraCargoArgs = "--config profile.release.strip=true";'
+refused strip-arg "cargo arguments set profile.release.strip"
+crate "$work/strip-flag" 'extraRustflags = "-Clink-args=-Wl,--strip-all";'
+refused strip-flag "rustflags strip the binary"
+crate "$work/profile-flag" 'extraRustflags = "-Cprofile-generate=/tmp/x";'
+refused profile-flag "rustflags carry a -Cprofile-* flag"
+crate "$work/mangling-flag" 'extraRustflags = "-Csymbol-mangling-version=v0";'
+refused mangling-flag "the chain sets it from \`symbolMangling\`"
+crate "$work/profile-arg" 'extraCargoArgs = "--profile dist";'
+refused profile-arg "cargo arguments carry --profile"
+crate "$work/mangling-value" 'symbolMangling = "v1";'
+refused mangling-value 'symbolMangling must be "v0" or "legacy", not "v1"'
+crate "$work/cfg-rustflags" ""
+mkdir -p "$work/cfg-rustflags/.cargo"
+printf '[target.%s]\nrustflags = ["--cfg", "probe"]\n' "'cfg(unix)'" >"$work/cfg-rustflags/.cargo/config.toml"
+refused cfg-rustflags "sets rustflags under target.'cfg(unix)'"
+crate "$work/no-lock" ""
+rm "$work/no-lock/Cargo.lock"
+refused no-lock "src has no Cargo.lock"
+# All at once: a packager fixes them in one go.
+crate "$work/three" 'extraRustflags = "-Cstrip=symbols";' "opt-level = 0"
+rm "$work/three/Cargo.lock"
+refused three "src has no Cargo.lock"
+[ "$(grep -c '^ *- ' "$work/three.log")" = 3 ] || fail "three: not every refusal listed: $(cat "$work/three.log")"
+echo "  ok: three causes, three refusals in one message"
+
+echo "== what the chain does itself: strip = true, config rustflags"
+crate "$work/strip" "" "strip = true"
+mkdir -p "$work/strip/.cargo"
+# The source compiles only with this cfg: cargo ignores config rustflags under RUSTFLAGS, so it
+# builds only if the chain passed them on.
+printf '[build]\nrustflags = ["--cfg", "chain_probe", "--check-cfg", "cfg(chain_probe)"]\n' \
+  >"$work/strip/.cargo/config.toml"
+cat >"$work/strip/src/main.rs" <<'EOF'
+#[cfg(not(chain_probe))]
+compile_error!("the crate's .cargo/config.toml rustflags did not reach rustc");
+fn main() { println!("hello"); }
+EOF
+CHAIN_FILE="$work/strip/chain.nix" "$repo/scripts/chain-nix-host.sh" "$work/strip.out" \
+  >"$work/strip.log" 2>&1 || {
+  tail -n 30 "$work/strip.log" >&2
+  fail "a crate with strip = true and config rustflags does not build"
+}
+shipped=$work/strip.out/result-hello-pgo-bolt
+readelf -SW "$shipped/bin/hello" >"$work/strip.sections"
+! grep -q ' \.symtab ' "$work/strip.sections" || fail "the shipped binary has a symbol table (strip = true)"
+# (readelf into files: grep -q closing a pipe early would fail readelf under pipefail)
+readelf -p .note.bolt_info "$shipped/bin/hello" >"$work/strip.note"
+grep -q 'BOLT revision' "$work/strip.note" || fail "the stripped binary lost .note.bolt_info"
+readelf -SW "$work/strip.out/result-hello-pgo/bin/hello" >"$work/strip.pgo-sections"
+grep -q ' \.symtab ' "$work/strip.pgo-sections" || fail "the PGO binary (BOLT's input) has no symbol table"
+[ "$("$shipped/bin/hello")" = hello ] || fail "the stripped binary does not run"
+grep -q '"strip": "symbols"' "$shipped/share/hello/bolt-proof.json" || fail "bolt-proof.json does not say strip symbols"
+grep -q '"build-strip":"debuginfo"' "$shipped/share/hello/pgo-proof.json" ||
+  fail "pgo-proof.json's profile_release does not say the builds used strip = debuginfo"
+grep -q '"rustflags": "--cfg chain_probe ' "$shipped/share/hello/pgo-proof.json" ||
+  fail "pgo-proof.json's rustflags do not start with the config's"
+echo "  ok: shipped stripped ($(stat -c %s "$(readlink -f "$shipped/bin/hello")") bytes, .note.bolt_info kept), the PGO binary with symbols, config rustflags passed on"
+# GNU strip moves BOLT's code segment and exits 0; the stage must notice (and so ships LLVM's).
+rc=0
+env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BIN="$work/strip.out/result-hello-pgo/bin/hello" \
+  PGO_PROOF="$work/strip.out/result-hello-pgo/share/hello/pgo-proof.json" \
+  FDATA="$work/strip.out/result-hello-bolt-profile/hello.fdata" \
+  FDATA_MANIFEST="$work/strip.out/result-hello-bolt-profile/manifest.json" \
+  LLVM_BOLT=/usr/lib/llvm-22/bin/llvm-bolt READELF=/usr/bin/readelf BIN_NAME=hello \
+  BOLT_FLAGS="$(grep -vE '^\s*(#|$)' "$repo/nix/lib/bolt-flags.txt" | paste -sd ' ' -)" \
+  KEEP_DEBUG_INFO=0 SHIP_STRIP=symbols STRIP=/usr/bin/strip OUT_DIR="$work/gnu-strip.out" TMPDIR="$work" \
+  bash "$repo/nix/lib/stages/bolt-optimize.sh" >"$work/gnu-strip.log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "GNU strip's broken output passed the BOLT stage"
+grep -q 'strip changed the program headers' "$work/gnu-strip.log" || {
+  tail -n 10 "$work/gnu-strip.log" >&2
+  fail "the BOLT stage did not name GNU strip's moved segments"
+}
+[ ! -e "$work/gnu-strip.out" ] || fail "the refused strip left an output"
+echo "  ok: GNU strip's output refused: program headers changed"
+
+echo "== BOLT's symbol limit (nix/tests/fixtures/long-symbols)"
+fixture=$repo/nix/tests/fixtures/long-symbols
+CHAIN_FILE="$fixture/chain.nix" "$repo/scripts/chain-nix-host.sh" "$work/long.out" \
+  >"$work/long.log" 2>&1 || {
+  tail -n 30 "$work/long.log" >&2
+  fail "the long-symbol fixture does not build with default arguments"
+}
+grep -q '"symbol_mangling": "v0"' "$work/long.out/result-long-symbols-pgo-bolt/share/long-symbols/pgo-proof.json" ||
+  fail "pgo-proof.json does not record v0 mangling"
+longest=$(grep -oE '"longest_function_symbol": [0-9]+' "$work/long.out/result-long-symbols-bolt-profile/manifest.json" | grep -oE '[0-9]+$')
+[ "${longest:-99999}" -le 5070 ] || fail "v0: the longest function symbol is ${longest:-unknown} characters"
+echo "  ok: default arguments (v0) build it, longest function symbol $longest characters"
+rc=0
+CHAIN_FILE="$fixture/chain-legacy.nix" CHAIN_ATTRS="long-symbols-pgo long-symbols-bolt-profile" \
+  "$repo/scripts/chain-nix-host.sh" "$work/legacy.out" >"$work/legacy.log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "symbolMangling = legacy: the BOLT profile built"
+grep -q 'more than BOLT.s instrumentation runtime can write' "$work/legacy.log" || {
+  tail -n 20 "$work/legacy.log" >&2
+  fail "symbolMangling = legacy: the BOLT profile stage did not name the symbol limit"
+}
+grep -q 'llvm-bolt -instrument\|BOLT-INFO: runtime library' "$work/legacy.log" &&
+  fail "symbolMangling = legacy: the stage instrumented before refusing"
+echo "  ok: legacy refused before instrumenting: $(grep -o 'a function symbol of [0-9]* characters' "$work/legacy.log")"
+# The check lifted: BOLT's runtime aborts inside the workload's run; the stage must say so.
+diag=$work/diagnosis
+rm -rf "$diag"
+mkdir -p "$diag"
+rc=0
+(cd "$diag" && env STAGE_COMMON="$repo/nix/lib/stages/common.sh" \
+  STAGE_WORKLOAD="$repo/nix/lib/stages/workload.sh" WORKLOAD="$fixture/workload.sh" \
+  BIN="$(readlink -f "$work/legacy.out/result-long-symbols-pgo")/bin/long-symbols" \
+  BIN_NAME=long-symbols LLVM_BOLT=/usr/lib/llvm-22/bin/llvm-bolt READELF=/usr/bin/readelf \
+  BOLT_RT_LIB=/usr/lib/llvm-22/lib/libbolt_rt_instr.a MERGE_FDATA=/usr/lib/llvm-22/bin/merge-fdata \
+  MIN_PROFILES=6 OUT_DIR="$diag/out" TMPDIR="$diag" BOLT_LINE_BUFFER=100000 \
+  bash "$repo/nix/lib/stages/bolt-profile.sh") >"$work/diagnosis.log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "the BOLT runtime's abort passed the stage"
+[ ! -e "$diag/out" ] || fail "the failed stage wrote its output"
+grep -q "FAILED: the instrumented binary failed, not the workload: BOLT's instrumentation runtime aborted (Assertion failed: buffer overflow, function name too large)" \
+  "$work/diagnosis.log" || {
+  tail -n 20 "$work/diagnosis.log" >&2
+  fail "the stage did not name BOLT's runtime abort"
+}
+echo "  ok: BOLT's runtime abort named as the binary's, with its process: $(grep -A1 'not the workload' "$work/diagnosis.log" | tail -n1 | sed 's/^ *//')"
+echo "packager checks: PASS in $(($(date +%s) - t0)) s"
