@@ -88,7 +88,8 @@ IFS='|' read -r r1 r2 r3 <<<"$ratios"
 echo "| **all** | ${total[plain]} | **$r1** | **$r2** | ${itotal[plain]} | ${itotal[pgo]} | ${itotal[pgo-bolt]} | **$r3** |" >>"$work/table.md"
 mv "$work/table.md" "$out/$name.md"
 {
-  printf '{\n  "commands": [\n    %s\n  ],\n' "$(printf '%s,\n    ' "${json_rows[@]}" | sed '$ s/,[[:space:]]*$//')"
+  rows=$(printf ',\n    %s' "${json_rows[@]}")
+  printf '{\n  "commands": [\n    %s\n  ],\n' "${rows:6}"
   printf '  "total": {"plain": %s, "pgo": %s, "pgo_bolt": %s, "pgo_ratio": %s, "pgo_bolt_ratio": %s, "i1_misses": {"plain": %s, "pgo": %s, "pgo_bolt": %s}, "pgo_bolt_i1_over_pgo": %s}\n}\n' \
     "${total[plain]}" "${total[pgo]}" "${total[pgo-bolt]}" "$r1" "$r2" \
     "${itotal[plain]}" "${itotal[pgo]}" "${itotal[pgo-bolt]}" "$r3"
