@@ -97,6 +97,10 @@ lint() {
   cargo run -q "${layering[@]}" --locked -- tools/layering/layers.toml
   cargo fmt "${example[@]}" -- --check
   cargo clippy "${example[@]}" --all-targets --locked -- -D warnings
+  # Tier d's long-symbol fixture, a crate of its own.
+  cargo fmt --manifest-path nix/tests/fixtures/long-symbols/Cargo.toml -- --check
+  cargo clippy --manifest-path nix/tests/fixtures/long-symbols/Cargo.toml --target-dir target/long-symbols \
+    --locked -- -D warnings
 }
 
 cargo_test() {
