@@ -25,10 +25,11 @@
 #   buildWith       { pname, rustflags, cargoTarget, cargoExtraArgs, binName, postInstall,
 #                   pgoProfile, env } -> derivation with bin/<binName>. `env`: variables every
 #                   cargo run of the build sees (the preflight's profile overrides). One
-#                   cargo release build with one flag set, through ./stages/cargo-build.sh; its dependencies must
-#                   be built with the same RUSTFLAGS (they are instrumented and profile-used
-#                   too). `pgoProfile` (null or a .profdata file): the builder stages it at
-#                   a fixed path inside the build and puts that path where RUSTFLAGS say
+#                   cargo release build with one flag set, through ./stages/cargo-build.sh;
+#                   its dependencies must be built with the same RUSTFLAGS (they are
+#                   instrumented and profile-used too). `pgoProfile` (null or a .profdata
+#                   file): the builder stages it at a fixed path inside the build and puts
+#                   that path where RUSTFLAGS say
 #                   `@pgoProfile@` (./stages/pgo-use-flags.sh), before the first phase that may
 #                   run cargo, for deps and binary alike: no process of the build (the
 #                   builder's own hooks included) may see the token.

@@ -114,7 +114,8 @@ refused three "src has no Cargo.lock"
 echo "  ok: three causes, three refusals in one message"
 
 echo "== what the chain does itself: strip = true, config rustflags"
-crate "$work/strip" "" "strip = true"
+# extraCargoArgs adds to the -p/--bin defaults; its --config is part of the resolved profile.
+crate "$work/strip" 'extraCargoArgs = "--config profile.release.codegen-units=4";' "strip = true"
 mkdir -p "$work/strip/.cargo"
 # The source compiles only with this cfg: cargo ignores config rustflags under RUSTFLAGS, so it
 # builds only if the chain passed them on.
@@ -144,7 +145,11 @@ grep -q '"build-strip":"debuginfo"' "$shipped/share/hello/pgo-proof.json" ||
   fail "pgo-proof.json's profile_release does not say the builds used strip = debuginfo"
 grep -q '"rustflags": "--cfg chain_probe ' "$shipped/share/hello/pgo-proof.json" ||
   fail "pgo-proof.json's rustflags do not start with the config's"
-echo "  ok: shipped stripped ($(stat -c %s "$(readlink -f "$shipped/bin/hello")") bytes, .note.bolt_info kept), the PGO binary with symbols, config rustflags passed on"
+grep -q '"cargo_args": "--release --locked -p hello --bin hello --config profile.release.codegen-units=4"' \
+  "$shipped/share/hello/pgo-proof.json" || fail "pgo-proof.json's cargo_args are not the defaults plus extraCargoArgs"
+grep -q '"codegen-units":"4"' "$shipped/share/hello/pgo-proof.json" ||
+  fail "pgo-proof.json's profile_release does not take the --config of extraCargoArgs"
+echo "  ok: shipped stripped ($(stat -c %s "$(readlink -f "$shipped/bin/hello")") bytes, .note.bolt_info kept), the PGO binary with symbols, config rustflags passed on, extraCargoArgs added to the defaults"
 # GNU strip moves BOLT's code segment and exits 0; the stage must notice (and so ships LLVM's).
 rc=0
 env STAGE_COMMON="$repo/nix/lib/stages/common.sh" PGO_BIN="$work/strip.out/result-hello-pgo/bin/hello" \
