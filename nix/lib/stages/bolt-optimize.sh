@@ -119,10 +119,17 @@ case ${SHIP_STRIP:-none} in
       die "strip --strip-all failed"
     # Stripping removes what no segment maps, nothing else: GNU strip 2.40 moves BOLT's
     # 2 MiB-aligned code segment ("can't be allocated in segment"), exits 0, and the binary
-    # segfaults. Hence llvm-strip, and this check that the program headers are untouched.
-    segments() { "$READELF" -lW "$1" | grep -E '^ +[A-Z_]+ +0x'; }
+    # segfaults. Hence llvm-strip, and this check: every program header keeps its addresses,
+    # sizes, flags and alignment (only its file offset may move, page-congruent with its
+    # address, as the loader requires).
+    segments() { "$READELF" -lW "$1" | grep -E '^ +[A-Z_]+ +0x' | awk '{ $2 = ""; print }'; }
     [ "$(segments "$shipped")" = "$(segments "$work/$BIN_NAME.shipped")" ] ||
       die "$(basename "$STRIP") changed the program headers: the stripped binary would not load as BOLT laid it out"
+    "$READELF" -lW "$work/$BIN_NAME.shipped" | awk '$1 == "LOAD" { print $2, $3 }' |
+      while read -r offset vaddr; do
+        [ $((offset % 4096)) -eq $((vaddr % 4096)) ] ||
+          die "$(basename "$STRIP") left a LOAD segment at offset $offset for address $vaddr"
+      done
     "$READELF" -p .note.bolt_info "$work/$BIN_NAME.shipped" 2>/dev/null | grep -q 'BOLT revision' ||
       die "the stripped output lost .note.bolt_info"
     "$READELF" -SW "$work/$BIN_NAME.shipped" >"$work/shipped-sections.txt"
