@@ -99,15 +99,15 @@ crane_pkg=(
 )
 echo "crane-real: the chain with crane's hooks (logs: $out)"
 build trainer "${crane_pkg[@]}"
-build gateway-instrumented "${crane_pkg[@]}" "stage cargo-build: RUSTFLAGS='-Cprofile-generate="
+build gateway-instrumented "${crane_pkg[@]}" "stage cargo-build: RUSTFLAGS='-Csymbol-mangling-version=v0 -Cprofile-generate="
 build gateway-instrumented.cargoArtifacts "no previous artifacts found, compressing and installing full archive"
 build gateway-profile "stage gateway-profile: done"
 # The profile-use build: staged and resolved before any phase (deps and binary), then crane's
 # `cargo metadata` runs with the resolved flags.
 build gateway-pgo-build.cargoArtifacts "stage pgo-use-flags: profile" \
-  "stage cargo-build: RUSTFLAGS='-Cprofile-use=/build/pgo-profile/profile.profdata"
+  "stage cargo-build: RUSTFLAGS='-Csymbol-mangling-version=v0 -Cprofile-use=/build/pgo-profile/profile.profdata"
 build gateway-pgo-build "${crane_pkg[@]}" "stage pgo-use-flags: profile" \
-  "stage cargo-build: RUSTFLAGS='-Cprofile-use=/build/pgo-profile/profile.profdata" \
+  "stage cargo-build: RUSTFLAGS='-Csymbol-mangling-version=v0 -Cprofile-use=/build/pgo-profile/profile.profdata" \
   "stage pgo-diagnostics: 0 PGO diagnostic line(s) kept"
 # The PGO gate, the stage after the build.
 build gateway-pgo "stage gateway-pgo: gated binary:"
