@@ -10,7 +10,10 @@
 #   3. BOLT's symbol limit on nix/tests/fixtures/long-symbols (a 14,808-character symbol under
 #      legacy mangling): with default arguments (v0) it builds; with symbolMangling = "legacy"
 #      the BOLT profile stage refuses it before instrumenting; and, the check lifted
-#      (BOLT_LINE_BUFFER), BOLT's runtime aborts and the stage names that, not the workload.
+#      (BOLT_LINE_BUFFER), BOLT's runtime aborts and the stage names that, not the workload;
+#   4. the other diagnoses of a failed workload, on a stand-in binary: its own checks failed
+#      (stdin passed on and TERM forwarded by the recorder), a process that failed with the
+#      stderr the workload discarded, an LLVM profile runtime error.
 #
 # Usage: nix/tests/packager-checks.sh [WORKDIR]   (root, the README's packages)
 set -euo pipefail
@@ -211,4 +214,57 @@ grep -q "FAILED: the instrumented binary failed, not the workload: BOLT's instru
   fail "the stage did not name BOLT's runtime abort"
 }
 echo "  ok: BOLT's runtime abort named as the binary's, with its process: $(grep -A1 'not the workload' "$work/diagnosis.log" | tail -n1 | sed 's/^ *//')"
+echo "== a failed workload, diagnosed (nix/lib/stages/workload.sh)"
+# A stand-in binary: reads one line of stdin and echoes it (exit 5 without one); `fail MSG N`
+# writes MSG to stderr and exits N; `serve` runs until TERM, then exits 0.
+fake=$work/diag-bin/tool
+mkdir -p "$(dirname "$fake")"
+cat >"$fake" <<'EOF'
+#!/usr/bin/env bash
+case ${1:-} in
+  fail) echo "$2" >&2; exit "$3" ;;
+  serve) trap 'exit 0' TERM; : >ready; while :; do sleep 0.1; done ;;
+  *) read -r line || { echo "no stdin" >&2; exit 5; }; echo "$line" ;;
+esac
+EOF
+chmod +x "$fake"
+# shellcheck disable=SC2016 # the workload bodies are the workloads' own shell, not ours
+# diagnosed NAME PATTERN WORKLOAD-BODY: run_workload on a workload of that body must die
+# printing PATTERN.
+diagnosed() {
+  local name=$1 pattern=$2 rc=0
+  rm -rf "$work/diag-$name"
+  printf '#!/usr/bin/env bash\nbin=$1\n%s\n' "$3" >"$work/diag-$name.sh"
+  chmod +x "$work/diag-$name.sh"
+  (
+    export STAGE_NAME=diagnosis WORKLOAD_TIMEOUT=60
+    # shellcheck source=../lib/stages/common.sh
+    . "$repo/nix/lib/stages/common.sh"
+    # shellcheck source=../lib/stages/workload.sh
+    . "$repo/nix/lib/stages/workload.sh"
+    run_workload "$work/diag-$name.sh" "$fake" "$work/diag-$name"
+  ) >"$work/diag-$name.log" 2>&1 || rc=$?
+  [ "$rc" -ne 0 ] || fail "diagnosis $name: the failed workload passed"
+  grep -qF -- "$pattern" "$work/diag-$name.log" || {
+    cat "$work/diag-$name.log" >&2
+    fail "diagnosis $name: the log does not say '$pattern'"
+  }
+  echo "  ok: $name: $(grep -F -- "$pattern" "$work/diag-$name.log" | head -n1 | sed 's/^ *//' | cut -c1-140)"
+}
+# The recorder passes stdin on and forwards TERM: every process exits 0, the checks are blamed.
+diagnosed own-checks "all 2 process(es) of tool exited 0: its own checks failed" '
+[ "$(echo hi | "$bin")" = hi ] || exit 9
+"$bin" serve & pid=$!
+for _ in $(seq 600); do [ -e ready ] && break; sleep 0.05; done
+[ -e ready ] || exit 7
+kill -TERM "$pid"
+wait "$pid" || exit 8
+exit 1'
+diagnosed hidden-stderr "1 process(es) of tool exited non-zero" '
+"$bin" fail "boom: the real cause" 3 2>/dev/null || exit 1'
+grep -q 'boom: the real cause' "$work/diag-hidden-stderr.log" ||
+  fail "diagnosis hidden-stderr: the stderr the workload discarded is not shown"
+diagnosed profile-runtime "the instrumented binary failed, not the workload: LLVM Profile Error: Failed to write file" '
+"$bin" fail "LLVM Profile Error: Failed to write file \"x.profraw\": No space left on device" 0 &&
+"$bin" fail "LLVM Profile Error: Failed to write file \"x.profraw\": No space left on device" 1 || exit 1'
 echo "packager checks: PASS in $(($(date +%s) - t0)) s"

@@ -19,7 +19,7 @@
 # run_workload WORKLOAD BIN DIR [VAR=VALUE ...]: runs `WORKLOAD BIN` in DIR (created, empty)
 # with the extra variables; dies naming the cause unless it exits 0.
 run_workload() {
-  local workload=$1 bin=$2 dir=$3 limit=${WORKLOAD_TIMEOUT:-3600} status=0
+  local workload=$1 bin=$2 dir=$3 limit=${WORKLOAD_TIMEOUT:-3600} status=0 again
   shift 3
   mkdir -p "$dir/cwd" "$dir/tmp"
   note "workload: $(scrub_store "$workload") $(basename "$bin")"
@@ -30,10 +30,9 @@ run_workload() {
     124 | 137) die "the workload did not finish within ${limit} s (WORKLOAD_TIMEOUT)" ;;
     *)
       diagnose_workload "$workload" "$bin" "$dir/diagnosis" "$@"
-      if [ "$diag_processes" -eq 0 ]; then
-        die "the workload failed (exit $status): it exits 0 only when it exercised the binary; run again, it ran no process of $(basename "$bin")"
-      fi
-      die "the workload failed (exit $status): it exits 0 only when it exercised the binary; run again, all $diag_processes process(es) of $(basename "$bin") exited 0: its own checks failed"
+      again="all $diag_processes process(es) of $(basename "$bin") exited 0: its own checks failed"
+      [ "$diag_processes" -gt 0 ] || again="it ran no process of $(basename "$bin")"
+      die "the workload failed (exit $status): it exits 0 only when it exercised the binary; run again, $again"
       ;;
   esac
 }
@@ -58,11 +57,12 @@ diagnose_workload() {
     cat <<'EOF'
 rec=$(mktemp "$procs/XXXXXX")
 printf '%s\n' "$*" >"$rec.args"
+child=""
+trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM
+trap '[ -z "$child" ] || kill -INT "$child" 2>/dev/null' INT
 exec 3<&0
 "$bin" "$@" <&3 3<&- 2>"$rec.err" &
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM
-trap 'kill -INT "$child" 2>/dev/null' INT
 while :; do
   wait "$child"
   st=$?
