@@ -1,4 +1,5 @@
-//! Gateway API keys: `Authorization: Bearer <key>` or `x-api-key: <key>` on every API route.
+//! Gateway API keys: `Authorization: Bearer <key>`, `x-api-key: <key>` or (Google's ways)
+//! `x-goog-api-key: <key>` and `?key=<key>` on every API route.
 
 use std::sync::Arc;
 
@@ -71,11 +72,14 @@ impl Keys {
         &self.entries[index]
     }
 
-    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> AuthOutcome<'_> {
+    /// `query`: the request's query string (Google's clients may send `?key=`).
+    pub(crate) fn authenticate(&self, headers: &HeaderMap, query: Option<&str>) -> AuthOutcome<'_> {
         if self.entries.is_empty() {
             return AuthOutcome::Open;
         }
-        let Some(presented) = presented_key(headers) else {
+        let presented =
+            presented_key(headers).or_else(|| crate::query::key(query).map(str::as_bytes));
+        let Some(presented) = presented else {
             return AuthOutcome::Missing;
         };
         // Compare with every key, without an early exit, so timing says nothing about which
@@ -106,7 +110,10 @@ fn presented_key(headers: &HeaderMap) -> Option<&[u8]> {
             return Some(v[7..].trim_ascii());
         }
     }
-    headers.get("x-api-key").map(|v| v.as_bytes().trim_ascii())
+    headers
+        .get("x-api-key")
+        .or_else(|| headers.get("x-goog-api-key"))
+        .map(|v| v.as_bytes().trim_ascii())
 }
 
 #[cfg(test)]
@@ -150,29 +157,44 @@ mod tests {
     fn bearer_and_x_api_key_both_work() {
         let k = keys();
         assert!(
-            matches!(k.authenticate(&headers("authorization", "Bearer secret-a")), AuthOutcome::Key(_, e) if &*e.name == "a")
+            matches!(k.authenticate(&headers("authorization", "Bearer secret-a"), None), AuthOutcome::Key(_, e) if &*e.name == "a")
         );
         assert!(
-            matches!(k.authenticate(&headers("authorization", "bearer secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b")
+            matches!(k.authenticate(&headers("authorization", "bearer secret-b"), None), AuthOutcome::Key(_, e) if &*e.name == "b")
         );
         assert!(
-            matches!(k.authenticate(&headers("x-api-key", "secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b")
+            matches!(k.authenticate(&headers("x-api-key", "secret-b"), None), AuthOutcome::Key(_, e) if &*e.name == "b")
         );
+    }
+
+    #[test]
+    fn google_key_header_and_query() {
+        let k = keys();
+        assert!(
+            matches!(k.authenticate(&headers("x-goog-api-key", "secret-a"), None), AuthOutcome::Key(_, e) if &*e.name == "a")
+        );
+        assert!(
+            matches!(k.authenticate(&HeaderMap::new(), Some("alt=sse&key=secret-b")), AuthOutcome::Key(_, e) if &*e.name == "b")
+        );
+        assert!(matches!(
+            k.authenticate(&HeaderMap::new(), Some("key=nope")),
+            AuthOutcome::Invalid
+        ));
     }
 
     #[test]
     fn wrong_and_missing_keys() {
         let k = keys();
         assert!(matches!(
-            k.authenticate(&headers("x-api-key", "secret-")),
+            k.authenticate(&headers("x-api-key", "secret-"), None),
             AuthOutcome::Invalid
         ));
         assert!(matches!(
-            k.authenticate(&headers("authorization", "Basic secret-a")),
+            k.authenticate(&headers("authorization", "Basic secret-a"), None),
             AuthOutcome::Missing
         ));
         assert!(matches!(
-            k.authenticate(&HeaderMap::new()),
+            k.authenticate(&HeaderMap::new(), None),
             AuthOutcome::Missing
         ));
     }
@@ -180,7 +202,7 @@ mod tests {
     #[test]
     fn allow_list() {
         let k = keys();
-        let AuthOutcome::Key(_, b) = k.authenticate(&headers("x-api-key", "secret-b")) else {
+        let AuthOutcome::Key(_, b) = k.authenticate(&headers("x-api-key", "secret-b"), None) else {
             panic!()
         };
         assert!(b.may_use(1) && !b.may_use(0));

@@ -727,10 +727,10 @@ model = "gpt-4o-mini-2024-07-18"
 
     #[test]
     fn bad_provider_is_named() {
-        let e = parse(&MINIMAL.replace("\"openai\"", "\"gemini\""))
+        let e = parse(&MINIMAL.replace("\"openai\"", "\"palm\""))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("gemini") && e.contains("test.toml"), "{e}");
+        assert!(e.contains("palm") && e.contains("test.toml"), "{e}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
+use crate::dialect::Envelope;
 use crate::error::{ApiError, ErrorKind};
 
 /// What a connection's requests may need to know about it.
@@ -135,9 +136,16 @@ impl ClientIo {
             return false;
         };
         let head = &self.head[..self.head_len];
-        let anthropic = head.windows(13).any(|w| w == b" /v1/messages");
+        let has = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
+        let envelope = if has(b" /v1/messages") {
+            Envelope::Anthropic
+        } else if has(b" /v1beta/models") || has(b"GenerateContent") || has(b":generateContent") {
+            Envelope::Google
+        } else {
+            Envelope::Openai
+        };
         let err = ApiError::new(kind, message);
-        let body = err.body(anthropic);
+        let body = err.body(envelope);
         let status = err.status();
         let mut bytes = format!(
             "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",

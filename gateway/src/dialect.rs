@@ -1,4 +1,4 @@
-//! The three client dialects and the routes that speak them.
+//! The four client dialects and the routes that speak them.
 
 use serde::Deserialize;
 
@@ -16,6 +16,9 @@ pub(crate) enum Provider {
     /// A server that speaks only OpenAI chat completions (vLLM, Ollama, llama.cpp, Groq).
     #[serde(rename = "openai-compatible")]
     OpenaiCompatible,
+    /// Google's Gemini API (AI Studio, API key): serves `models/{model}:generateContent`.
+    #[serde(rename = "gemini")]
+    Gemini,
 }
 
 /// A client-facing API dialect, fixed by the request path.
@@ -27,17 +30,38 @@ pub(crate) enum Dialect {
     Messages,
     /// OpenAI `POST /v1/responses`.
     Responses,
+    /// Google's `POST /v1beta/models/{model}:generateContent` (and `:streamGenerateContent`,
+    /// `:countTokens`; `/v1` too): the model is in the path, not the body.
+    Gemini,
+}
+
+/// The error envelope a dialect's clients read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Envelope {
+    /// `{"error":{"message","type","param","code"}}`
+    Openai,
+    /// `{"type":"error","error":{"type","message"}}`
+    Anthropic,
+    /// `{"error":{"code","message","status"}}`
+    Google,
 }
 
 impl Dialect {
-    pub(crate) const ALL: [Dialect; 3] = [Dialect::Chat, Dialect::Messages, Dialect::Responses];
+    pub(crate) const ALL: [Dialect; 4] = [
+        Dialect::Chat,
+        Dialect::Messages,
+        Dialect::Responses,
+        Dialect::Gemini,
+    ];
 
-    /// The request path, which is also the path appended to an upstream's base URL.
+    /// The request path, which is also the path appended to an upstream's base URL. Gemini
+    /// paths name the model and the method: this is their common prefix.
     pub(crate) const fn path(self) -> &'static str {
         match self {
             Dialect::Chat => "/v1/chat/completions",
             Dialect::Messages => "/v1/messages",
             Dialect::Responses => "/v1/responses",
+            Dialect::Gemini => "/v1beta/models",
         }
     }
 
@@ -52,6 +76,7 @@ impl Dialect {
             (Dialect::Chat | Dialect::Responses, Provider::Openai)
                 | (Dialect::Chat, Provider::OpenaiCompatible)
                 | (Dialect::Messages, Provider::Anthropic)
+                | (Dialect::Gemini, Provider::Gemini)
         )
     }
 
@@ -64,12 +89,17 @@ impl Dialect {
         match provider {
             Provider::Anthropic => Dialect::Messages,
             Provider::Openai | Provider::OpenaiCompatible => Dialect::Chat,
+            Provider::Gemini => Dialect::Gemini,
         }
     }
 
-    /// The envelope family errors use: Anthropic's for messages, OpenAI's otherwise.
-    pub(crate) const fn is_anthropic(self) -> bool {
-        matches!(self, Dialect::Messages)
+    /// The envelope errors use.
+    pub(crate) const fn envelope(self) -> Envelope {
+        match self {
+            Dialect::Messages => Envelope::Anthropic,
+            Dialect::Gemini => Envelope::Google,
+            Dialect::Chat | Dialect::Responses => Envelope::Openai,
+        }
     }
 }
 
@@ -90,6 +120,13 @@ mod tests {
             (Chat, Provider::OpenaiCompatible, Chat),
             (Messages, Provider::OpenaiCompatible, Chat),
             (Responses, Provider::OpenaiCompatible, Chat),
+            (Gemini, Provider::Gemini, Gemini),
+            (Gemini, Provider::Openai, Chat),
+            (Gemini, Provider::Anthropic, Messages),
+            (Gemini, Provider::OpenaiCompatible, Chat),
+            (Chat, Provider::Gemini, Gemini),
+            (Messages, Provider::Gemini, Gemini),
+            (Responses, Provider::Gemini, Gemini),
         ];
         for (client, provider, upstream) in cases {
             assert_eq!(

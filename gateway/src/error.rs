@@ -4,6 +4,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 
 use crate::body::{full, GatewayBody};
+use crate::dialect::Envelope;
 
 /// What went wrong, independent of the dialect that reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +86,25 @@ impl ErrorKind {
     }
 }
 
+/// Google's `error.status` (a google.rpc.Code name) for an HTTP status: what Google's SDKs
+/// and Gemini CLI read beside the code.
+pub(crate) const fn google_status(status: u16) -> &'static str {
+    match status {
+        400 | 405 | 408 | 411 | 413 | 414 | 422 | 431 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        409 => "ABORTED",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        503 | 529 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        s if s >= 500 => "INTERNAL",
+        _ => "UNKNOWN",
+    }
+}
+
 /// An error answered by the gateway (not passed through from an upstream).
 #[derive(Debug, Clone)]
 pub(crate) struct ApiError {
@@ -104,24 +124,31 @@ impl ApiError {
         self.kind.status()
     }
 
-    /// The JSON body in the envelope of `anthropic` (Messages) or OpenAI (everything else).
-    pub(crate) fn body(&self, anthropic: bool) -> Bytes {
-        let v = if anthropic {
-            serde_json::json!({
+    /// The JSON body in `envelope`.
+    pub(crate) fn body(&self, envelope: Envelope) -> Bytes {
+        let v = match envelope {
+            Envelope::Anthropic => serde_json::json!({
                 "type": "error",
                 "error": { "type": self.kind.anthropic_type(), "message": self.message },
-            })
-        } else {
-            let (ty, code) = self.kind.openai_type_code();
-            serde_json::json!({
-                "error": { "message": self.message, "type": ty, "param": null, "code": code },
-            })
+            }),
+            Envelope::Openai => {
+                let (ty, code) = self.kind.openai_type_code();
+                serde_json::json!({
+                    "error": { "message": self.message, "type": ty, "param": null, "code": code },
+                })
+            }
+            Envelope::Google => {
+                let code = self.status().as_u16();
+                serde_json::json!({
+                    "error": { "code": code, "message": self.message, "status": google_status(code) },
+                })
+            }
         };
         Bytes::from(serde_json::to_vec(&v).expect("serializing a JSON value cannot fail"))
     }
 
-    pub(crate) fn into_response(self, anthropic: bool) -> Response<GatewayBody> {
-        let mut resp = Response::new(full(self.body(anthropic)));
+    pub(crate) fn into_response(self, envelope: Envelope) -> Response<GatewayBody> {
+        let mut resp = Response::new(full(self.body(envelope)));
         *resp.status_mut() = self.status();
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -138,7 +165,7 @@ mod tests {
     #[test]
     fn openai_envelope() {
         let e = ApiError::new(ErrorKind::ModelNotFound, "model `x` does not exist");
-        let v: serde_json::Value = serde_json::from_slice(&e.body(false)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&e.body(Envelope::Openai)).unwrap();
         assert_eq!(v["error"]["message"], "model `x` does not exist");
         assert_eq!(v["error"]["type"], "invalid_request_error");
         assert_eq!(v["error"]["code"], "model_not_found");
@@ -149,9 +176,21 @@ mod tests {
     #[test]
     fn anthropic_envelope() {
         let e = ApiError::new(ErrorKind::RateLimited, "slow down");
-        let v: serde_json::Value = serde_json::from_slice(&e.body(true)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&e.body(Envelope::Anthropic)).unwrap();
         assert_eq!(v["type"], "error");
         assert_eq!(v["error"]["type"], "rate_limit_error");
         assert_eq!(v["error"]["message"], "slow down");
+    }
+
+    #[test]
+    fn google_envelope() {
+        let e = ApiError::new(ErrorKind::RateLimited, "slow down");
+        let v: serde_json::Value = serde_json::from_slice(&e.body(Envelope::Google)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}})
+        );
+        assert_eq!(google_status(401), "UNAUTHENTICATED");
+        assert_eq!(google_status(502), "INTERNAL");
     }
 }

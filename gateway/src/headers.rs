@@ -26,8 +26,9 @@ pub(crate) const X_GATEWAY_DROPPED_FIELDS: HeaderName =
 
 /// Headers `forward_headers` may never name: credentials, framing, hop-by-hop and the
 /// headers the gateway sets itself.
-const NEVER_FORWARDED: [&str; 20] = [
+const NEVER_FORWARDED: [&str; 21] = [
     "authorization",
+    "x-goog-api-key",
     "proxy-authorization",
     "x-api-key",
     "api-key",
@@ -143,6 +144,7 @@ pub(crate) fn upstream_auth(
     let (name, value) = match provider {
         Provider::Openai | Provider::OpenaiCompatible => ("authorization", format!("Bearer {key}")),
         Provider::Anthropic => ("x-api-key", key.to_owned()),
+        Provider::Gemini => ("x-goog-api-key", key.to_owned()),
     };
     let mut value = HeaderValue::try_from(value).map_err(|_| InvalidUpstreamKey)?;
     value.set_sensitive(true);

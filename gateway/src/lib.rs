@@ -21,6 +21,7 @@ mod error;
 mod headers;
 mod metrics;
 mod proxy;
+mod query;
 mod ratelimit;
 mod redact;
 mod routes;

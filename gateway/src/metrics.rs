@@ -16,6 +16,8 @@ pub(crate) enum Route {
     Messages,
     CountTokens,
     Responses,
+    /// Gemini's `generateContent` and `streamGenerateContent`, every model.
+    GenerateContent,
     Models,
     Health,
     Metrics,
@@ -23,11 +25,12 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    const ALL: [Route; 8] = [
+    const ALL: [Route; 9] = [
         Route::ChatCompletions,
         Route::Messages,
         Route::CountTokens,
         Route::Responses,
+        Route::GenerateContent,
         Route::Models,
         Route::Health,
         Route::Metrics,
@@ -40,6 +43,7 @@ impl Route {
             Route::Messages => "/v1/messages",
             Route::CountTokens => "/v1/messages/count_tokens",
             Route::Responses => "/v1/responses",
+            Route::GenerateContent => "/v1beta/models/{model}:generateContent",
             Route::Models => "/v1/models",
             Route::Health => "/healthz",
             Route::Metrics => "/metrics",

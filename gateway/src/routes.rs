@@ -1,4 +1,5 @@
-//! Request routing: paths to handlers. Routes are matched by exact path, once per request.
+//! Request routing: paths to handlers. Routes are matched by exact path, once per request;
+//! Gemini's paths carry the model and the method (`/v1beta/models/{model}:{method}`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use crate::conn::ConnState;
 use crate::dialect::Dialect;
 use crate::error::ErrorKind;
 use crate::metrics::{Metrics, Route};
+use crate::proxy::request::GeminiMethod;
 use crate::proxy::{self, Op};
 use crate::settle::Settlement;
 use crate::state::State;
@@ -32,6 +34,19 @@ pub(crate) async fn route(
     conn: Arc<ConnState>,
 ) -> Result<Response<GatewayBody>, Infallible> {
     let path = req.uri().path();
+    if let Some(call) = proxy::request::gemini_call(path, req.uri().query()) {
+        let (op, route) = match call.method {
+            GeminiMethod::CountTokens => (Op::CountTokens, Route::CountTokens),
+            _ => (Op::Generate, Route::GenerateContent),
+        };
+        let id = request_id(&gw, &req);
+        let mut c = Settlement::begin(gw, route, id);
+        c.conn = Some(conn);
+        return Ok(proxy::handle(c, Dialect::Gemini, op, req, Some(call)).await);
+    }
+    if let Some(which) = gemini_models_path(path, &req) {
+        return Ok(gemini_models(gw, &req, which));
+    }
     // `/` answers like `/healthz`: clients probe it (Claude Code sends `HEAD /`).
     let read_only = matches!(path, "/" | "/healthz" | "/v1/models")
         || (path == "/metrics" && gw.metrics_on_main);
@@ -66,11 +81,105 @@ pub(crate) async fn route(
         (Dialect::Chat, _) => Route::ChatCompletions,
         (Dialect::Messages, _) => Route::Messages,
         (Dialect::Responses, _) => Route::Responses,
+        (Dialect::Gemini, _) => Route::GenerateContent,
     };
     let id = request_id(&gw, &req);
     let mut c = Settlement::begin(gw, route, id);
     c.conn = Some(conn);
-    Ok(proxy::handle(c, dialect, op, req).await)
+    Ok(proxy::handle(c, dialect, op, req, None).await)
+}
+
+/// Gemini's model list (`/v1beta/models`, or `/v1/models` asked with a Google key, since
+/// that path is OpenAI's otherwise) or one model (`Some(name)`).
+fn gemini_models_path<'a>(path: &'a str, req: &Request<Incoming>) -> Option<Option<&'a str>> {
+    if path == "/v1beta/models" || path == "/v1beta/models/" {
+        return Some(None);
+    }
+    let google_key = req.headers().contains_key("x-goog-api-key")
+        || crate::query::key(req.uri().query()).is_some();
+    if path == "/v1/models" && google_key {
+        return Some(None);
+    }
+    let name = path
+        .strip_prefix("/v1beta/models/")
+        .or_else(|| path.strip_prefix("/v1/models/"))?;
+    (!name.is_empty() && !name.contains([':', '/'])).then_some(Some(name))
+}
+
+/// A model in Gemini's `Model` shape.
+fn gemini_model(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "name": format!("models/{name}"),
+        "baseModelId": name,
+        "version": "gateway",
+        "displayName": name,
+        "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
+    })
+}
+
+fn gemini_models(
+    gw: Arc<State>,
+    req: &Request<Incoming>,
+    one: Option<&str>,
+) -> Response<GatewayBody> {
+    let id = request_id(&gw, req);
+    let mut c = Settlement::begin(gw.clone(), Route::Models, id);
+    if !is_get(req) {
+        return proxy::method_not_allowed(
+            c,
+            Dialect::Gemini,
+            GET_HEAD,
+            "model listing requires GET",
+        );
+    }
+    let allowed = match gw.keys.authenticate(req.headers(), req.uri().query()) {
+        AuthOutcome::Open => None,
+        AuthOutcome::Key(i, k) => {
+            c.key = Some(i);
+            k.allowed.clone()
+        }
+        AuthOutcome::Missing | AuthOutcome::Invalid => {
+            return proxy::fail(
+                c,
+                Dialect::Gemini,
+                ErrorKind::Authentication,
+                "missing or invalid API key",
+            )
+        }
+    };
+    let visible = |i: usize| allowed.as_ref().is_none_or(|a| a[i]);
+    let body = match one {
+        Some(name) => {
+            let name = name.strip_prefix("models/").unwrap_or(name);
+            match gw.model_index.get(name) {
+                Some(&i) if visible(i) => gemini_model(name),
+                _ => {
+                    let msg = format!("model {name:?} does not exist");
+                    return proxy::fail(c, Dialect::Gemini, ErrorKind::ModelNotFound, msg);
+                }
+            }
+        }
+        None => {
+            let models: Vec<_> = gw
+                .models
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| visible(*i))
+                .map(|(_, m)| gemini_model(&m.name))
+                .collect();
+            serde_json::json!({ "models": models })
+        }
+    };
+    c.status = 200;
+    let mut r = Response::new(full(Bytes::from(
+        serde_json::to_vec(&body).expect("a JSON value serializes"),
+    )));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    proxy::set_request_ids(r.headers_mut(), &c.request_id);
+    r
 }
 
 /// The separate metrics listener's service (`server.metrics_listen`).
@@ -119,7 +228,7 @@ fn metrics(m: &Metrics) -> Response<GatewayBody> {
 fn models(gw: Arc<State>, req: &Request<Incoming>) -> Response<GatewayBody> {
     let id = request_id(&gw, req);
     let mut c = Settlement::begin(gw.clone(), Route::Models, id);
-    let body = match gw.keys.authenticate(req.headers()) {
+    let body = match gw.keys.authenticate(req.headers(), req.uri().query()) {
         AuthOutcome::Open => gw.models_json.clone(),
         AuthOutcome::Key(i, k) => {
             c.key = Some(i);

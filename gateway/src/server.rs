@@ -356,7 +356,7 @@ async fn refuse(mut stream: TcpStream, _permit: OwnedSemaphorePermit) {
         ErrorKind::Overloaded,
         "too many open connections (server.max_connections); retry later",
     )
-    .body(false);
+    .body(crate::dialect::Envelope::Openai);
     let mut out = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
         body.len()

@@ -38,6 +38,41 @@ pub(crate) struct Target {
     pub(crate) upstream: Dialect,
     /// The upstream model takes a reasoning effort (`reasoning = true`).
     pub(crate) reasoning: bool,
+    /// A Gemini upstream's URIs, one per method (`uri` is `generateContent`'s).
+    pub(crate) gemini: Option<Arc<GeminiUris>>,
+}
+
+/// The model is in a Gemini path, and so is the method: every URI a target may need.
+pub(crate) struct GeminiUris {
+    pub(crate) generate: Uri,
+    pub(crate) stream_sse: Uri,
+    pub(crate) stream_json: Uri,
+    pub(crate) count_tokens: Uri,
+}
+
+impl GeminiUris {
+    fn new(base: &UpstreamUrl, model: &str) -> GeminiUris {
+        // Configs may name the model as Google's API lists it (`models/gemini-...`).
+        let model = model.strip_prefix("models/").unwrap_or(model);
+        let at = |suffix: &str| base.join(&format!("/v1beta/models/{model}{suffix}"));
+        use crate::proxy::request::GeminiMethod as M;
+        GeminiUris {
+            generate: at(M::Generate.upstream_suffix()),
+            stream_sse: at(M::Stream { sse: true }.upstream_suffix()),
+            stream_json: at(M::Stream { sse: false }.upstream_suffix()),
+            count_tokens: at(M::CountTokens.upstream_suffix()),
+        }
+    }
+
+    pub(crate) fn of(&self, m: crate::proxy::request::GeminiMethod) -> &Uri {
+        use crate::proxy::request::GeminiMethod as M;
+        match m {
+            M::Generate => &self.generate,
+            M::Stream { sse: true } => &self.stream_sse,
+            M::Stream { sse: false } => &self.stream_json,
+            M::CountTokens => &self.count_tokens,
+        }
+    }
 }
 
 impl Target {
@@ -52,10 +87,10 @@ pub(crate) struct ModelEntry {
     pub(crate) limiter: Option<Limiter>,
     /// Every target, once per client dialect (indexed by `Dialect::index`), in failover
     /// order; each knows whether it passes that dialect through or translates it.
-    pub(crate) targets: [Vec<Target>; 3],
+    pub(crate) targets: [Vec<Target>; 4],
     /// Per client dialect: whether any target translates it (the request is then parsed
     /// up front, so a field that cannot be translated is refused before any upstream).
-    pub(crate) translates: [bool; 3],
+    pub(crate) translates: [bool; 4],
     /// `max_tokens` for an Anthropic target when a translated client sent none.
     pub(crate) default_max_tokens: u64,
     /// What translation drops or refuses for this model.
@@ -135,7 +170,7 @@ impl State {
             .collect();
         let mut models = Vec::with_capacity(cfg.models.len());
         for m in &cfg.models {
-            let mut targets: [Vec<Target>; 3] = Default::default();
+            let mut targets: [Vec<Target>; 4] = Default::default();
             for t in &m.targets {
                 let base = UpstreamUrl::parse(&t.base_url)?;
                 let (auth, secret) = match &t.api_key_env {
@@ -158,9 +193,14 @@ impl State {
                 };
                 let model_json =
                     Bytes::from(serde_json::to_vec(&t.model).expect("a string serializes"));
+                let gemini = (t.provider == Provider::Gemini)
+                    .then(|| Arc::new(GeminiUris::new(&base, &t.model)));
                 for d in Dialect::ALL {
                     let upstream = d.upstream_for(t.provider);
-                    let uri = base.join(upstream.path());
+                    let uri = match &gemini {
+                        Some(g) => g.generate.clone(),
+                        None => base.join(upstream.path()),
+                    };
                     targets[d.index()].push(Target {
                         host: crate::headers::host(&uri),
                         uri,
@@ -171,6 +211,7 @@ impl State {
                         provider: t.provider,
                         upstream,
                         reasoning: t.reasoning,
+                        gemini: gemini.clone(),
                     });
                 }
             }

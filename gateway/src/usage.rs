@@ -373,17 +373,83 @@ pub(crate) fn estimate_prompt(len: usize) -> u64 {
     len.div_ceil(BYTES_PER_TOKEN) as u64
 }
 
+/// Gemini's usage object: cumulative in every chunk that has it.
+#[derive(Deserialize, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct GeminiUsage {
+    prompt_token_count: Option<u64>,
+    tool_use_prompt_token_count: Option<u64>,
+    candidates_token_count: Option<u64>,
+    thoughts_token_count: Option<u64>,
+}
+
+impl From<GeminiUsage> for Usage {
+    fn from(u: GeminiUsage) -> Usage {
+        // The prompt count includes cached tokens; thought tokens are billed as output.
+        let output = match (u.candidates_token_count, u.thoughts_token_count) {
+            (None, None) => None,
+            (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
+        };
+        Usage {
+            input: u
+                .prompt_token_count
+                .map(|p| p.saturating_add(u.tool_use_prompt_token_count.unwrap_or(0))),
+            output,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WithGeminiUsage {
+    usage_metadata: Option<GeminiUsage>,
+}
+
+/// Usage of a complete Gemini answer: an object, or (`streamGenerateContent` without
+/// `alt=sse`) an array of chunks, whose last report counts.
+pub(crate) fn from_gemini_body(body: &[u8]) -> Option<Usage> {
+    if body.trim_ascii_start().first() == Some(&b'[') {
+        let chunks: Vec<WithGeminiUsage> = serde_json::from_slice(body).ok()?;
+        return chunks
+            .into_iter()
+            .rev()
+            .find_map(|c| c.usage_metadata)
+            .map(Usage::from);
+    }
+    let v: WithGeminiUsage = serde_json::from_slice(body).ok()?;
+    v.usage_metadata.map(Usage::from)
+}
+
 /// Accumulates usage over the events of one stream.
 #[derive(Debug, Default)]
 pub(crate) struct StreamUsage {
     usage: Usage,
     /// Events seen: the estimate of the output (one token each) when no usage comes.
     events: u64,
+    /// A Gemini stream (`usageMetadata`, not `usage`).
+    gemini: bool,
 }
 
 impl StreamUsage {
+    pub(crate) fn new(gemini: bool) -> StreamUsage {
+        StreamUsage {
+            gemini,
+            ..StreamUsage::default()
+        }
+    }
+
     pub(crate) fn observe(&mut self, event: &SseEvent<'_>) {
         self.events += 1;
+        if self.gemini {
+            if gemini_finder().find(event.data).is_some() {
+                if let Ok(v) = serde_json::from_slice::<WithGeminiUsage>(event.data) {
+                    if let Some(u) = v.usage_metadata {
+                        self.usage.merge(u.into());
+                    }
+                }
+            }
+            return;
+        }
         // Most events are text deltas: skip them without parsing.
         if !contains_usage(event.data) {
             return;
@@ -418,6 +484,12 @@ const USAGE_KEY: &[u8] = b"\"usage\"";
 fn usage_finder() -> &'static memchr::memmem::Finder<'static> {
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(USAGE_KEY));
+    &FINDER
+}
+
+fn gemini_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"usageMetadata\""));
     &FINDER
 }
 
@@ -471,6 +543,33 @@ mod tests {
                 output: Some(9)
             })
         );
+    }
+
+    #[test]
+    fn gemini_usage() {
+        let body = br#"{"candidates":[],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"thoughtsTokenCount":2,"cachedContentTokenCount":4,"totalTokenCount":15}}"#;
+        let want = Usage {
+            input: Some(10),
+            output: Some(5),
+        };
+        assert_eq!(from_gemini_body(body), Some(want));
+        let array = br#"[{"usageMetadata":{"promptTokenCount":10}},
+,{"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5}}]"#;
+        assert_eq!(
+            from_gemini_body(&array[..]),
+            None,
+            "not JSON: a stray comma"
+        );
+        let array = br#"[{"usageMetadata":{"promptTokenCount":10}}
+,{"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5}}]"#;
+        assert_eq!(from_gemini_body(array), Some(want));
+        let mut s = StreamUsage::new(true);
+        let mut p = SseParser::new();
+        p.feed(
+            b"data: {\"usageMetadata\":{\"promptTokenCount\":10}}\r\n\r\ndata: {\"usageMetadata\":{\"promptTokenCount\":10,\"candidatesTokenCount\":5}}\r\n\r\n",
+            |ev| s.observe(&ev),
+        );
+        assert_eq!(s.usage(), want);
     }
 
     #[test]

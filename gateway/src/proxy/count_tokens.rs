@@ -1,6 +1,8 @@
-//! `POST /v1/messages/count_tokens`, Anthropic's token count of a prompt (Claude Code asks
-//! it). A model with an Anthropic target gets the upstream's exact count; any other model an
-//! estimate, marked as one: no other provider counts tokens without generating.
+//! Token counts of a prompt: Anthropic's `POST /v1/messages/count_tokens` (Claude Code asks
+//! it) and Gemini's `:countTokens` (Gemini CLI and Google's SDK ask it). A model with a target
+//! of the client's own provider gets the upstream's exact count; any other model an
+//! estimate, marked as one: OpenAI counts no tokens without generating, and a count in
+//! another provider's tokens would be no exacter than the estimate.
 
 use std::time::Instant;
 
@@ -20,20 +22,22 @@ const X_GATEWAY_ESTIMATE: HeaderName = HeaderName::from_static("x-gateway-token-
 
 pub(super) async fn answer(
     c: Settlement,
+    dialect: Dialect,
     targets: &[Target],
     client_headers: &HeaderMap,
     body: &Bytes,
     head: &RequestHead<'_>,
     query: Option<&str>,
 ) -> Response<GatewayBody> {
-    match targets.iter().find(|t| !t.translates(Dialect::Messages)) {
-        Some(t) => upstream(c, t, client_headers, body, head, query).await,
-        None => estimate(c, body),
+    match targets.iter().find(|t| !t.translates(dialect)) {
+        Some(t) => upstream(c, dialect, t, client_headers, body, head, query).await,
+        None => estimate(c, dialect, body),
     }
 }
 
 async fn upstream(
     mut c: Settlement,
+    dialect: Dialect,
     t: &Target,
     client_headers: &HeaderMap,
     body: &Bytes,
@@ -41,22 +45,21 @@ async fn upstream(
     query: Option<&str>,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
-    let path = match query {
-        Some(q) => format!("{}/count_tokens?{q}", t.uri),
-        None => format!("{}/count_tokens", t.uri),
+    let uri = match &t.gemini {
+        Some(g) => Ok(g.count_tokens.clone()),
+        None => match query {
+            Some(q) => format!("{}/count_tokens?{q}", t.uri),
+            None => format!("{}/count_tokens", t.uri),
+        }
+        .parse(),
     };
-    let Ok(uri) = path.parse() else {
-        return fail(
-            c,
-            Dialect::Messages,
-            ErrorKind::BadGateway,
-            "bad upstream URL",
-        );
+    let Ok(uri) = uri else {
+        return fail(c, dialect, ErrorKind::BadGateway, "bad upstream URL");
     };
     let req = upstream_request(
         t,
         uri,
-        Dialect::Messages,
+        dialect,
         client_headers,
         &[],
         head.rewrite_model(body, &t.model_json),
@@ -67,26 +70,30 @@ async fn upstream(
     match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await {
         Ok(Ok(resp)) => {
             c.upstream_ttfb = Some(start.elapsed());
-            respond(c, Dialect::Messages, resp, t, false).await
+            respond(c, dialect, resp, t, false).await
         }
         Ok(Err(_)) => fail(
             c,
-            Dialect::Messages,
+            dialect,
             ErrorKind::BadGateway,
             "upstream connection failed",
         ),
         Err(_) => fail(
             c,
-            Dialect::Messages,
+            dialect,
             ErrorKind::GatewayTimeout,
             "upstream did not answer in time",
         ),
     }
 }
 
-fn estimate(mut c: Settlement, body: &Bytes) -> Response<GatewayBody> {
+fn estimate(mut c: Settlement, dialect: Dialect, body: &Bytes) -> Response<GatewayBody> {
     let tokens = crate::usage::estimate_prompt(body.len());
-    let json = format!("{{\"input_tokens\":{tokens}}}");
+    let json = if dialect == Dialect::Gemini {
+        format!("{{\"totalTokens\":{tokens}}}")
+    } else {
+        format!("{{\"input_tokens\":{tokens}}}")
+    };
     c.status = StatusCode::OK.as_u16();
     let mut r = Response::new(full(Bytes::from(json)));
     let h = r.headers_mut();

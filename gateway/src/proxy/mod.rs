@@ -44,32 +44,34 @@ pub(crate) enum Op {
     CountTokens,
 }
 
+/// `gemini`: a Gemini route's model and method, from its path.
 pub(crate) async fn handle(
     mut c: Settlement,
     dialect: Dialect,
     op: Op,
     req: Request<Incoming>,
+    gemini: Option<request::GeminiCall>,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
     let (parts, body) = req.into_parts();
     if parts.method != Method::POST {
-        let msg = format!("{} requires POST", dialect.path());
+        let msg = format!("{} requires POST", parts.uri.path());
         return method_not_allowed(c, dialect, "POST", msg);
     }
 
-    let key = match gw.keys.authenticate(&parts.headers) {
+    let key = match gw.keys.authenticate(&parts.headers, parts.uri.query()) {
         AuthOutcome::Open => None,
         AuthOutcome::Key(i, k) => {
             c.key = Some(i);
             Some(k)
         }
         AuthOutcome::Missing => {
-            return fail(
-                c,
-                dialect,
-                ErrorKind::Authentication,
-                "missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`",
-            )
+            let msg = if dialect == Dialect::Gemini {
+                "missing API key: send `x-goog-api-key: <key>`, `?key=<key>` or `Authorization: Bearer <key>`"
+            } else {
+                "missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`"
+            };
+            return fail(c, dialect, ErrorKind::Authentication, msg);
         }
         AuthOutcome::Invalid => {
             return fail(c, dialect, ErrorKind::Authentication, "invalid API key")
@@ -98,7 +100,11 @@ pub(crate) async fn handle(
         }
         Err(e) => return fail(c, dialect, e.kind(), e.to_string()),
     };
-    let head = match request::parse_head(&body) {
+    let head = match &gemini {
+        Some(call) => request::gemini_head(&body, call),
+        None => request::parse_head(&body),
+    };
+    let head = match head {
         Ok(h) => h,
         Err(e) => return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string()),
     };
@@ -117,9 +123,12 @@ pub(crate) async fn handle(
     }
     let model = &gw.models[mi];
     let targets = &model.targets[dialect.index()];
+    // Whatever the route, the client's `?key=` never goes upstream.
+    let query = crate::query::without_key(parts.uri.query());
     if op == Op::CountTokens {
-        let query = parts.uri.query();
-        return count_tokens::answer(c, targets, &parts.headers, &body, &head, query).await;
+        let query = query.as_deref();
+        return count_tokens::answer(c, dialect, targets, &parts.headers, &body, &head, query)
+            .await;
     }
     // Targets whose provider speaks another API get the request translated. It is parsed
     // once, here, so a field that cannot be translated is refused before any rate limit is
@@ -129,7 +138,15 @@ pub(crate) async fn handle(
         let upstream = first.map_or(dialect, |t| t.upstream);
         let reasoning = first.is_some_and(|t| t.reasoning);
         match translate::decode_request(dialect, upstream, &body, model.policy, reasoning) {
-            Ok(h) => Some(Ok(h)),
+            Ok(mut h) => {
+                if let Some(call) = &gemini {
+                    // Gemini says in its path what others say in the body.
+                    h.stream = head.stream;
+                    h.view.json_array_stream =
+                        call.method == (request::GeminiMethod::Stream { sse: false });
+                }
+                Some(Ok(h))
+            }
             Err(e) if targets.iter().all(|t| t.translates(dialect)) => {
                 return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string())
             }
@@ -162,7 +179,8 @@ pub(crate) async fn handle(
         translation: translation.as_ref(),
         default_max_tokens: model.default_max_tokens,
         policy: model.policy,
-        query: parts.uri.query(),
+        query: query.as_deref(),
+        gemini: gemini.as_ref().map(|g| g.method),
     };
     forward(c, dialect, &parts.headers, extra, &body, &head, plan).await
 }
@@ -181,9 +199,11 @@ struct Plan<'a> {
     translation: Option<&'a Result<hub::Request, TranslateError>>,
     default_max_tokens: u64,
     policy: translate::policy::Policy,
-    /// The client's query string (`?beta=true` from Anthropic's SDK): passed on to
-    /// passthrough targets, meaningless to a translated one.
+    /// The client's query string (`?beta=true` from Anthropic's SDK), its `key` removed:
+    /// passed on to passthrough targets, meaningless to a translated one.
     query: Option<&'a str>,
+    /// A Gemini client's method (the path says it, not the body).
+    gemini: Option<request::GeminiMethod>,
 }
 
 impl Plan<'_> {
@@ -230,6 +250,23 @@ impl Plan<'_> {
         }
     }
 
+    /// The URI `target` is called at: a Gemini upstream's names the model and the method
+    /// (a passthrough one the client's; a translated one streams server-sent events).
+    fn uri(&self, dialect: Dialect, target: &Target) -> http::Uri {
+        if let Some(g) = &target.gemini {
+            let method = match (self.gemini, self.hub()) {
+                (Some(m), _) if !target.translates(dialect) => m,
+                (_, Some(h)) if h.stream => request::GeminiMethod::Stream { sse: true },
+                _ => request::GeminiMethod::Generate,
+            };
+            return g.of(method).clone();
+        }
+        match self.query.filter(|_| !target.translates(dialect)) {
+            Some(q) => with_query(&target.uri, q),
+            None => target.uri.clone(),
+        }
+    }
+
     /// Whether `target` will be called: not when the request cannot be translated for it.
     fn may_call(&self, dialect: Dialect, target: &Target) -> bool {
         !target.translates(dialect) || matches!(self.translation, Some(Ok(_)))
@@ -267,10 +304,7 @@ async fn forward(
             slot.failovers.fetch_add(1, Relaxed);
         }
         tried += 1;
-        let uri = match plan.query.filter(|_| !target.translates(dialect)) {
-            Some(q) => with_query(&target.uri, q),
-            None => target.uri.clone(),
-        };
+        let uri = plan.uri(dialect, target);
         let req = upstream_request(
             target,
             uri,
@@ -416,6 +450,7 @@ async fn respond(
             gzip,
             strip_usage,
             target.secret.as_ref(),
+            dialect == Dialect::Gemini,
         ));
         return out;
     }
@@ -431,11 +466,15 @@ async fn respond(
     {
         Ok((mut bytes, reservation)) => {
             if parts.status.is_success() {
-                let usage = if gzip {
-                    encoding::gunzip(&bytes, gw.max_response_body_bytes)
-                        .and_then(|plain| crate::usage::from_body(&plain))
+                let read = if dialect == Dialect::Gemini {
+                    crate::usage::from_gemini_body
                 } else {
-                    crate::usage::from_body(&bytes)
+                    crate::usage::from_body
+                };
+                let usage = if gzip {
+                    encoding::gunzip(&bytes, gw.max_response_body_bytes).and_then(|p| read(&p))
+                } else {
+                    read(&bytes)
                 };
                 c.usage = usage.unwrap_or_default();
             } else if let Some(secret) = &target.secret {
@@ -705,7 +744,7 @@ pub(crate) fn fail(
     let err = ApiError::new(kind, message);
     c.status = err.status().as_u16();
     c.error = Some(error_label(kind));
-    let mut resp = err.into_response(dialect.is_anthropic());
+    let mut resp = err.into_response(dialect.envelope());
     set_request_ids(resp.headers_mut(), &c.request_id);
     resp
 }
@@ -729,7 +768,7 @@ fn client_gone(mut c: Settlement, dialect: Dialect) -> Response<GatewayBody> {
     c.status = 499;
     c.error = Some("client_disconnected");
     let err = ApiError::new(ErrorKind::InvalidRequest, "the request body ended early");
-    let mut resp = err.into_response(dialect.is_anthropic());
+    let mut resp = err.into_response(dialect.envelope());
     set_request_ids(resp.headers_mut(), &c.request_id);
     resp
 }

@@ -32,8 +32,9 @@ pub(crate) struct RequestHead<'a> {
     pub(crate) stream: bool,
     /// Chat's `stream_options.include_usage`: whether the client asked for the usage chunk.
     pub(crate) include_usage: bool,
-    /// Byte range of the `model` value (quotes included) in the body.
-    model_span: std::ops::Range<usize>,
+    /// Byte range of the `model` value (quotes included) in the body; `None` for Gemini,
+    /// whose model is in the path.
+    model_span: Option<std::ops::Range<usize>>,
     /// Byte range of the `stream_options` value, when there is one.
     stream_options_span: Option<std::ops::Range<usize>>,
 }
@@ -73,8 +74,77 @@ pub(crate) fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
         model,
         stream: head.stream.unwrap_or(false),
         include_usage,
-        model_span: span(body, raw),
+        model_span: Some(span(body, raw)),
         stream_options_span: head.stream_options.map(|o| span(body, o)),
+    })
+}
+
+/// What a Gemini method path asks: `{model}:generateContent`, `:streamGenerateContent`
+/// (`alt=sse`: server-sent events, else one JSON array) or `:countTokens`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GeminiCall {
+    pub(crate) model: String,
+    pub(crate) method: GeminiMethod,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GeminiMethod {
+    Generate,
+    Stream { sse: bool },
+    CountTokens,
+}
+
+impl GeminiMethod {
+    /// The path suffix (and query) of this method upstream.
+    pub(crate) const fn upstream_suffix(self) -> &'static str {
+        match self {
+            GeminiMethod::Generate => ":generateContent",
+            GeminiMethod::Stream { sse: true } => ":streamGenerateContent?alt=sse",
+            GeminiMethod::Stream { sse: false } => ":streamGenerateContent",
+            GeminiMethod::CountTokens => ":countTokens",
+        }
+    }
+}
+
+/// `/{v1beta,v1}/models/{model}:{method}` as a call; `None` when the path is not one.
+pub(crate) fn gemini_call(path: &str, query: Option<&str>) -> Option<GeminiCall> {
+    let rest = path
+        .strip_prefix("/v1beta/models/")
+        .or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, method) = rest.rsplit_once(':')?;
+    let method = match method {
+        "generateContent" => GeminiMethod::Generate,
+        "streamGenerateContent" => GeminiMethod::Stream {
+            sse: crate::query::has(query, "alt", "sse"),
+        },
+        "countTokens" => GeminiMethod::CountTokens,
+        _ => return None,
+    };
+    if model.is_empty() || model.contains('/') {
+        return None;
+    }
+    Some(GeminiCall {
+        model: model.to_owned(),
+        method,
+    })
+}
+
+/// A Gemini body's head: the model and streaming come from the path; the body must be a
+/// JSON object (passthrough forwards it as it is, so this is all the checking it gets).
+pub(crate) fn gemini_head<'a>(
+    body: &[u8],
+    call: &'a GeminiCall,
+) -> Result<RequestHead<'a>, HeadError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| HeadError::Json(format!("body is not UTF-8 ({e})")))?;
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+        .map_err(|e| HeadError::Json(e.to_string()))?;
+    Ok(RequestHead {
+        model: Cow::Borrowed(&call.model),
+        stream: matches!(call.method, GeminiMethod::Stream { .. }),
+        include_usage: false,
+        model_span: None,
+        stream_options_span: None,
     })
 }
 
@@ -92,14 +162,16 @@ impl RequestHead<'_> {
     /// The body with the model value replaced by `model_json` (an already-encoded JSON
     /// string); every other byte unchanged.
     pub(crate) fn rewrite_model(&self, body: &Bytes, model_json: &[u8]) -> Bytes {
-        if &body[self.model_span.clone()] == model_json {
+        let Some(model_span) = self.model_span.clone() else {
+            return body.clone();
+        };
+        if &body[model_span.clone()] == model_json {
             return body.clone();
         }
-        let mut out =
-            BytesMut::with_capacity(body.len() - self.model_span.len() + model_json.len());
-        out.put_slice(&body[..self.model_span.start]);
+        let mut out = BytesMut::with_capacity(body.len() - model_span.len() + model_json.len());
+        out.put_slice(&body[..model_span.start]);
         out.put_slice(model_json);
-        out.put_slice(&body[self.model_span.end..]);
+        out.put_slice(&body[model_span.end..]);
         out.freeze()
     }
 
@@ -127,10 +199,10 @@ impl RequestHead<'_> {
                     (brace + 1..brace + 1, Cow::Owned(v))
                 }
             };
-        let mut edits = [
-            (self.model_span.clone(), model_json),
-            (at, replacement.as_ref()),
-        ];
+        let Some(model_span) = self.model_span.clone() else {
+            return body.clone();
+        };
+        let mut edits = [(model_span, model_json), (at, replacement.as_ref())];
         edits.sort_by_key(|(r, _)| r.start);
         let mut out = BytesMut::with_capacity(body.len() + model_json.len() + replacement.len());
         let mut pos = 0;
@@ -194,6 +266,34 @@ mod tests {
         );
         let asked = br#"{"model":"gpt","stream":true,"stream_options":{"include_usage":true}}"#;
         assert!(parse_head(asked).unwrap().include_usage);
+    }
+
+    #[test]
+    fn gemini_paths() {
+        let c = gemini_call(
+            "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+            Some("alt=sse&key=k"),
+        )
+        .unwrap();
+        assert_eq!(c.model, "gemini-2.5-pro");
+        assert_eq!(c.method, GeminiMethod::Stream { sse: true });
+        let c = gemini_call("/v1/models/m:streamGenerateContent", None).unwrap();
+        assert_eq!(c.method, GeminiMethod::Stream { sse: false });
+        assert_eq!(
+            gemini_call("/v1/models/m:countTokens", None)
+                .unwrap()
+                .method,
+            GeminiMethod::CountTokens
+        );
+        assert!(gemini_call("/v1beta/models/m:embedContent", None).is_none());
+        assert!(gemini_call("/v1beta/models/:generateContent", None).is_none());
+        assert!(gemini_call("/v1beta/models/a/b:generateContent", None).is_none());
+        assert!(gemini_call("/v2/models/m:generateContent", None).is_none());
+        let h = gemini_head(br#"{"contents":[]}"#, &c).unwrap();
+        assert_eq!(h.model, "m");
+        let body = Bytes::from_static(br#"{"contents":[]}"#);
+        assert_eq!(h.rewrite_model(&body, br#""up""#), body);
+        assert!(gemini_head(b"[1]", &c).is_err());
     }
 
     #[test]

@@ -64,6 +64,7 @@ impl AccountedStream {
         gzip: bool,
         strip_usage: bool,
         secret: Option<&Arc<[u8]>>,
+        gemini: bool,
     ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
         settlement.error = Some("client_disconnected");
@@ -74,7 +75,7 @@ impl AccountedStream {
         AccountedStream {
             upstream,
             parser: SseParser::new(),
-            usage: StreamUsage::default(),
+            usage: StreamUsage::new(gemini),
             gzip: gzip.then(Box::default),
             // Not on a gzipped stream (the upstream ignored the gateway's accept-encoding):
             // events cannot be cut out of compressed bytes, so the client gets the chunk.

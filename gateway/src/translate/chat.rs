@@ -4,8 +4,8 @@
 use serde_json::{json, Value};
 
 use super::hub::{
-    Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role, StopReason, Tool,
-    ToolChoice, Usage,
+    Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat, Role,
+    StopReason, Tool, ToolChoice, Usage,
 };
 use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings,
@@ -342,6 +342,11 @@ pub(super) fn encode_request<'a>(r: &'a Request, t: TargetInfo<'a>) -> wire::Cha
             .filter(|_| t.reasoning)
             .map(Effort::openai),
         user: r.user.as_deref(),
+        response_format: r.response_format.as_ref().map(|f| match f {
+            ResponseFormat::Json => json!({"type": "json_object"}),
+            ResponseFormat::Schema(s) => json!({"type": "json_schema",
+                "json_schema": {"name": "response", "schema": s}}),
+        }),
         parallel_tool_calls: r.parallel_tool_calls.filter(|_| !tools.is_empty()),
         tools,
         tool_choice: r.tool_choice.as_ref().map(|c| match c {

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, Envelope};
 
 /// The upstream's error type and message, from either envelope (or a plain-text body).
 fn read(body: &[u8]) -> (Option<String>, String) {
@@ -58,20 +58,28 @@ pub(crate) fn openai_type(status: u16) -> &'static str {
 }
 
 /// The upstream error `body` (from an `upstream` dialect target) in `client`'s envelope.
+/// The upstream's own type is kept only within its family; otherwise it is mapped by status.
 pub(crate) fn translate(client: Dialect, upstream: Dialect, status: u16, body: &[u8]) -> Bytes {
     let (ty, message) = read(body);
-    let v = if client.is_anthropic() {
-        let ty = match ty {
-            Some(t) if upstream.is_anthropic() => t,
-            _ => anthropic_type(status).to_owned(),
-        };
-        json!({"type": "error", "error": {"type": ty, "message": message}})
-    } else {
-        let ty = match ty {
-            Some(t) if !upstream.is_anthropic() => t,
-            _ => openai_type(status).to_owned(),
-        };
-        json!({"error": {"message": message, "type": ty, "param": null, "code": null}})
+    let same = client.envelope() == upstream.envelope();
+    let v = match client.envelope() {
+        Envelope::Anthropic => {
+            let ty = match ty {
+                Some(t) if same => t,
+                _ => anthropic_type(status).to_owned(),
+            };
+            json!({"type": "error", "error": {"type": ty, "message": message}})
+        }
+        Envelope::Openai => {
+            let ty = match ty {
+                Some(t) if same => t,
+                _ => openai_type(status).to_owned(),
+            };
+            json!({"error": {"message": message, "type": ty, "param": null, "code": null}})
+        }
+        Envelope::Google => json!({"error": {
+            "code": status, "message": message, "status": crate::error::google_status(status),
+        }}),
     };
     Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"))
 }
@@ -109,5 +117,25 @@ mod tests {
         .unwrap();
         assert_eq!(v["error"]["message"], "Bad Gateway");
         assert_eq!(v["error"]["type"], "api_error");
+    }
+
+    #[test]
+    fn google_errors_both_ways() {
+        let google =
+            br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}"#;
+        let v: Value =
+            serde_json::from_slice(&translate(Dialect::Chat, Dialect::Gemini, 429, google))
+                .unwrap();
+        assert_eq!(v["error"]["message"], "Quota exceeded");
+        assert_eq!(v["error"]["type"], "rate_limit_error");
+        let body =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let v: Value =
+            serde_json::from_slice(&translate(Dialect::Gemini, Dialect::Messages, 529, body))
+                .unwrap();
+        assert_eq!(
+            v,
+            json!({"error": {"code": 529, "message": "Overloaded", "status": "UNAVAILABLE"}})
+        );
     }
 }

@@ -22,6 +22,11 @@ pub(crate) struct Request {
     /// Numbers are kept as sent (no float round trip).
     pub(crate) temperature: Option<Number>,
     pub(crate) top_p: Option<Number>,
+    /// Gemini clients only (`generationConfig.topK`, which Gemini CLI sends on every
+    /// request): Anthropic and Gemini targets take it; chat targets drop it.
+    pub(crate) top_k: Option<Number>,
+    /// Structured output the client asked for (Gemini's `responseMimeType` and schema).
+    pub(crate) response_format: Option<ResponseFormat>,
     pub(crate) user: Option<String>,
     pub(crate) stream: bool,
     /// Chat clients only: `stream_options.include_usage` (whether the client wants the
@@ -33,6 +38,16 @@ pub(crate) struct Request {
     pub(crate) dropped: Vec<String>,
     /// What the client's dialect needs to render the answer in its own terms.
     pub(crate) view: ClientView,
+}
+
+/// JSON output.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ResponseFormat {
+    /// Any JSON value (chat's `json_object`).
+    Json,
+    /// JSON matching a JSON Schema (lower-case types; Gemini's upper-case ones are lowered
+    /// by its decoder).
+    Schema(Value),
 }
 
 /// Reasoning effort, on OpenAI's scale (Anthropic's `max` is `XHigh`).
@@ -126,6 +141,8 @@ pub(crate) struct ClientView {
     pub(crate) tools: Vec<(String, ToolKind)>,
     /// Responses only: `tools`, `tool_choice`, `instructions`, ... as the client sent them.
     pub(crate) echo: serde_json::Map<String, Value>,
+    /// Gemini only: a `streamGenerateContent` without `alt=sse` streams one JSON array.
+    pub(crate) json_array_stream: bool,
 }
 
 impl ClientView {

@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{
-    Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role, StopReason, Tool,
-    ToolChoice, Usage,
+    Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat, Role,
+    StopReason, Tool, ToolChoice, Usage,
 };
 use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings,
@@ -407,16 +407,22 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
             .collect();
         o.insert("system".into(), Value::Array(blocks));
     }
+    let mut output_config = Map::new();
     if let Some(effort) = r
         .reasoning
         .as_ref()
         .and_then(|re| re.effort)
         .filter(|_| t.reasoning)
     {
-        o.insert(
-            "output_config".into(),
-            json!({"effort": effort.anthropic()}),
-        );
+        output_config.insert("effort".into(), json!(effort.anthropic()));
+    }
+    // JSON output with a schema (a Gemini client's responseSchema); without one it was
+    // refused (`translate::encode_request`).
+    if let Some(ResponseFormat::Schema(s)) = &r.response_format {
+        output_config.insert("format".into(), json!({"type": "json_schema", "schema": s}));
+    }
+    if !output_config.is_empty() {
+        o.insert("output_config".into(), Value::Object(output_config));
     }
     if r.stream {
         o.insert("stream".into(), json!(true));
@@ -429,6 +435,9 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
     }
     if let Some(x) = &r.top_p {
         o.insert("top_p".into(), Value::Number(x.clone()));
+    }
+    if let Some(x) = &r.top_k {
+        o.insert("top_k".into(), Value::Number(x.clone()));
     }
     if let Some(u) = &r.user {
         o.insert("metadata".into(), json!({"user_id": u}));

@@ -5,7 +5,8 @@
 //! dialect's codec decodes into it and encodes out of it, so a new dialect costs one pair
 //! of mappings rather than one per other dialect.
 //!
-//! - [`chat`], [`messages`], [`responses`]: each dialect's request and response codec.
+//! - [`chat`], [`messages`], [`responses`], [`gemini`]: each dialect's request and
+//!   response codec.
 //! - [`stream`]: event-by-event stream translation (upstream decoders, client encoders).
 //! - [`errors`]: upstream error bodies re-rendered in the client's envelope.
 //!
@@ -15,6 +16,7 @@
 
 pub(crate) mod chat;
 pub(crate) mod errors;
+pub(crate) mod gemini;
 pub(crate) mod hub;
 mod json;
 pub(crate) mod messages;
@@ -71,6 +73,11 @@ pub(crate) const fn label(client: Dialect, upstream: Dialect) -> &'static str {
         (Dialect::Responses, Dialect::Chat) => "responses->chat",
         (Dialect::Messages, Dialect::Responses) => "messages->responses",
         (Dialect::Chat, Dialect::Responses) => "chat->responses",
+        (Dialect::Gemini, Dialect::Chat) => "gemini->chat",
+        (Dialect::Gemini, Dialect::Messages) => "gemini->messages",
+        (Dialect::Chat, Dialect::Gemini) => "chat->gemini",
+        (Dialect::Messages, Dialect::Gemini) => "messages->gemini",
+        (Dialect::Responses, Dialect::Gemini) => "responses->gemini",
         _ => "none",
     }
 }
@@ -95,6 +102,7 @@ pub(crate) fn decode_request(
         Dialect::Chat => chat::decode_request(&v, &mut verdicts)?,
         Dialect::Messages => messages::decode_request(&v, &mut verdicts)?,
         Dialect::Responses => responses::decode_request(&v, &mut verdicts)?,
+        Dialect::Gemini => gemini::decode_request(&v, &mut verdicts)?,
     };
     // Strict: the reasoning fields the first target cannot take belong in the same one 400
     // (encoding drops them per target otherwise).
@@ -134,9 +142,24 @@ pub(crate) fn encode_request(
 ) -> Result<Encoded, TranslateError> {
     let mut verdicts = policy::Verdicts::new(target.policy);
     no_reasoning(req, target.reasoning, &mut verdicts);
+    // Gemini's topK (Gemini CLI sends it on every request): chat has no such control.
+    if req.top_k.is_some() && upstream == Dialect::Chat {
+        verdicts.client_side(
+            "generationConfig.topK",
+            "OpenAI's chat completions take no top-k sampling",
+        );
+    }
+    // Anthropic takes JSON output only with a schema.
+    if req.response_format == Some(hub::ResponseFormat::Json) && upstream == Dialect::Messages {
+        verdicts.refuse(
+            "generationConfig.responseMimeType",
+            "Anthropic takes JSON output only with a schema (responseSchema)",
+        );
+    }
     let body = match upstream {
         Dialect::Chat => chat::to_bytes(&chat::encode_request(req, target)),
         Dialect::Messages => chat::to_bytes(&messages::encode_request(req, target)?),
+        Dialect::Gemini => gemini::encode_request(req, target)?,
         Dialect::Responses => unreachable!("no provider is translated to Responses"),
     };
     let dropped = verdicts.finish(api_name(upstream))?;
@@ -156,6 +179,7 @@ pub(crate) fn translate_response(
     let resp = match upstream {
         Dialect::Chat => chat::decode_response(body)?,
         Dialect::Messages => messages::decode_response(body)?,
+        Dialect::Gemini => gemini::decode_response(body)?,
         Dialect::Responses => {
             return Err(UpstreamShapeError(
                 "Responses upstreams are not translated".into(),
@@ -166,6 +190,7 @@ pub(crate) fn translate_response(
         Dialect::Chat => chat::encode_response(&resp),
         Dialect::Messages => messages::encode_response(&resp),
         Dialect::Responses => chat::to_bytes(&responses::encode_response(&resp, view)),
+        Dialect::Gemini => gemini::encode_response(&resp)?,
     };
     Ok((Bytes::from(out), resp.usage))
 }
@@ -176,6 +201,7 @@ const fn api_name(d: Dialect) -> &'static str {
         Dialect::Chat => "OpenAI chat completions",
         Dialect::Messages => "Anthropic messages",
         Dialect::Responses => "OpenAI responses",
+        Dialect::Gemini => "Google Gemini",
     }
 }
 

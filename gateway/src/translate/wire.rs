@@ -296,6 +296,8 @@ pub(super) struct ChatRequestOut<'a> {
     pub(super) parallel_tool_calls: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tool_choice: Option<ChatToolChoiceOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) response_format: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]

@@ -1,4 +1,5 @@
-//! Upstream stream decoders: chat chunks and Anthropic events into hub events.
+//! Upstream stream decoders: chat chunks, Anthropic events and Gemini chunks into hub
+//! events.
 
 use std::borrow::Cow;
 
@@ -6,18 +7,20 @@ use serde_json::Value;
 
 use crate::dialect::Dialect;
 use crate::sse::SseEvent;
-use crate::translate::hub::{Event, Usage};
-use crate::translate::{chat, messages, wire};
+use crate::translate::hub::{Event, StopReason, Usage};
+use crate::translate::{chat, gemini, messages, wire};
 
 pub(crate) enum Decoder {
     Chat(ChatDecoder),
     Messages(MessagesDecoder),
+    Gemini(GeminiDecoder),
 }
 
 impl Decoder {
     pub(crate) fn new(upstream: Dialect) -> Decoder {
         match upstream {
             Dialect::Messages => Decoder::Messages(MessagesDecoder::default()),
+            Dialect::Gemini => Decoder::Gemini(GeminiDecoder::default()),
             // No provider streams Responses to a translated client.
             Dialect::Chat | Dialect::Responses => Decoder::Chat(ChatDecoder::default()),
         }
@@ -27,6 +30,7 @@ impl Decoder {
         match self {
             Decoder::Chat(d) => d.decode(ev, out),
             Decoder::Messages(d) => d.decode(ev, out),
+            Decoder::Gemini(d) => d.decode(ev, out),
         }
     }
 
@@ -36,6 +40,8 @@ impl Decoder {
             // Some compatible servers end after the finish (and usage) chunk without [DONE].
             Decoder::Chat(d) => d.stopped,
             Decoder::Messages(_) => false,
+            // Gemini streams have no terminator: the chunk with a finishReason is the end.
+            Decoder::Gemini(d) => d.stopped,
         }
     }
 }
@@ -241,5 +247,94 @@ impl MessagesDecoder {
             cache_creation,
             output: get("output_tokens").unwrap_or(old.output),
         };
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct GeminiDecoder {
+    started: bool,
+    stopped: bool,
+    /// Calls started (each chunk holds whole calls), bounded by [`MAX_TOOL_CALLS`].
+    calls: usize,
+}
+
+impl GeminiDecoder {
+    fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
+        let Ok(v) = serde_json::from_slice::<gemini::wire::GenerateIn<'_>>(ev.data) else {
+            out.push(Event::Error {
+                kind: "api_error".into(),
+                message: "the upstream sent an event that is not a Gemini chunk".into(),
+            });
+            return;
+        };
+        if let Some(e) = v.error {
+            let tree = serde_json::from_str::<Value>(e.get()).unwrap_or(Value::Null);
+            out.push(Event::Error {
+                kind: tree
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or("api_error")
+                    .to_owned(),
+                message: tree
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("upstream error")
+                    .to_owned(),
+            });
+            return;
+        }
+        if !self.started {
+            self.started = true;
+            out.push(Event::Start {
+                id: v.response_id.as_deref().unwrap_or("gemini").to_owned(),
+                model: v.model_version.as_deref().unwrap_or_default().to_owned(),
+            });
+        }
+        let blocked = v.prompt_feedback.and_then(|f| f.block_reason).is_some();
+        let mut finish = None;
+        if let Some(c) = v.candidates.and_then(|c| c.into_iter().next()) {
+            finish = c.finish_reason;
+            for p in c.content.and_then(|c| c.parts).into_iter().flatten() {
+                if let Some(f) = p.function_call {
+                    if self.calls == MAX_TOOL_CALLS {
+                        out.push(Event::Error {
+                            kind: "api_error".into(),
+                            message: format!(
+                                "the upstream started more than {MAX_TOOL_CALLS} tool calls in one answer"
+                            ),
+                        });
+                        return;
+                    }
+                    match gemini::call(f, p.thought_signature.as_deref(), self.calls) {
+                        Ok((id, name, arguments)) => {
+                            self.calls += 1;
+                            out.push(Event::ToolCallStart { id, name });
+                            out.push(Event::ToolArgs(arguments));
+                        }
+                        Err(e) => {
+                            out.push(Event::Error {
+                                kind: "api_error".into(),
+                                message: e.0,
+                            });
+                            return;
+                        }
+                    }
+                } else if let Some(t) = p.text.filter(|t| !t.is_empty() && p.thought != Some(true))
+                {
+                    out.push(Event::Text(t.into_owned()));
+                }
+            }
+        }
+        if let Some(u) = &v.usage_metadata {
+            out.push(Event::Usage(gemini::usage_from(u)));
+        }
+        if blocked || finish.is_some() {
+            self.stopped = true;
+            out.push(Event::Stop(if blocked {
+                StopReason::ContentFilter
+            } else {
+                gemini::stop_from(finish.as_deref(), self.calls > 0)
+            }));
+        }
     }
 }

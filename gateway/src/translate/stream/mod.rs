@@ -5,6 +5,7 @@
 
 mod decode;
 mod encode_chat;
+mod encode_gemini;
 mod encode_messages;
 mod encode_responses;
 
@@ -14,6 +15,7 @@ use crate::sse::SseParser;
 use super::hub::{ClientView, Event, Usage};
 use decode::Decoder;
 use encode_chat::ChatEncoder;
+use encode_gemini::GeminiEncoder;
 use encode_messages::MessagesEncoder;
 use encode_responses::ResponsesEncoder;
 
@@ -26,6 +28,7 @@ enum Encoder {
     Chat(ChatEncoder),
     Messages(MessagesEncoder),
     Responses(ResponsesEncoder),
+    Gemini(GeminiEncoder),
 }
 
 impl Encoder {
@@ -34,6 +37,7 @@ impl Encoder {
             Encoder::Chat(c) => c.encode(e, out),
             Encoder::Messages(m) => m.encode(e, out),
             Encoder::Responses(r) => r.encode(e, out),
+            Encoder::Gemini(g) => g.encode(e, out),
         }
     }
 
@@ -72,6 +76,7 @@ impl Translator {
             encoder: match client {
                 Dialect::Chat => Encoder::Chat(ChatEncoder::new(include_usage)),
                 Dialect::Messages => Encoder::Messages(MessagesEncoder::default()),
+                Dialect::Gemini => Encoder::Gemini(GeminiEncoder::new(view.json_array_stream)),
                 Dialect::Responses => Encoder::Responses(ResponsesEncoder::new(view)),
             },
             pending: Vec::new(),

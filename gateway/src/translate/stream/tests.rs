@@ -241,3 +241,93 @@ fn in_stream_errors_reach_the_client_in_its_dialect() {
     let (ev, _) = run(Dialect::Responses, Dialect::Messages, s, 0);
     assert_eq!(ev.last().unwrap().0, "error");
 }
+
+const GEMINI_STREAM: &str = concat!(
+    "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"thinking\",\"thought\":true}]},\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":8},\"modelVersion\":\"gemini-2.5-pro\",\"responseId\":\"r1\"}\r\n\r\n",
+    "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"日本\"}]},\"index\":0}],\"modelVersion\":\"gemini-2.5-pro\",\"responseId\":\"r1\"}\r\n\r\n",
+    "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"é!\"}]},\"index\":0}]}\r\n\r\n",
+    "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"id\":\"fc1\",\"name\":\"get\",\"args\":{\"a\":1}},\"thoughtSignature\":\"c2ln\"}]},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":8,\"candidatesTokenCount\":5,\"thoughtsTokenCount\":2,\"cachedContentTokenCount\":3}}\r\n\r\n",
+);
+
+#[test]
+fn gemini_to_chat_lifecycle() {
+    for at in 0..=GEMINI_STREAM.len() {
+        if !GEMINI_STREAM.is_char_boundary(at) {
+            continue;
+        }
+        let (events, ok) = run(Dialect::Chat, Dialect::Gemini, GEMINI_STREAM, at);
+        assert!(
+            ok,
+            "split at {at}: the stream ends with its finishReason chunk"
+        );
+        let datas: Vec<Value> = events
+            .iter()
+            .filter(|(_, d)| d != "[DONE]")
+            .map(|(_, d)| serde_json::from_str(d).unwrap())
+            .collect();
+        let text: String = datas
+            .iter()
+            .filter_map(|d| d["choices"][0]["delta"]["content"].as_str())
+            .collect();
+        assert_eq!(text, "日本é!", "split at {at}");
+        let call = datas
+            .iter()
+            .find_map(|d| d["choices"][0]["delta"]["tool_calls"][0]["id"].as_str())
+            .unwrap();
+        assert_eq!(
+            crate::translate::gemini::signature::unfold(call),
+            ("fc1", Some("c2ln".to_owned()))
+        );
+        let finish = datas
+            .iter()
+            .find_map(|d| d["choices"][0]["finish_reason"].as_str())
+            .unwrap();
+        assert_eq!(finish, "tool_calls");
+        let usage = &datas.iter().rev().find(|d| d["usage"].is_object()).unwrap()["usage"];
+        assert_eq!(usage["prompt_tokens"], 8);
+        assert_eq!(usage["completion_tokens"], 7);
+        assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 3);
+        assert_eq!(events.last().unwrap().1, "[DONE]");
+    }
+}
+
+#[test]
+fn chat_to_gemini_lifecycle_sse_and_array() {
+    for at in [0, 100, CHAT_STREAM.len() / 2, CHAT_STREAM.len()] {
+        let (events, ok) = run(Dialect::Gemini, Dialect::Chat, CHAT_STREAM, at);
+        assert!(ok);
+        let datas: Vec<Value> = events
+            .iter()
+            .map(|(_, d)| serde_json::from_str(d).unwrap())
+            .collect();
+        let text: String = datas
+            .iter()
+            .filter_map(|d| d["candidates"][0]["content"]["parts"][0]["text"].as_str())
+            .collect();
+        assert_eq!(text, "日本é!");
+        let call = datas
+            .iter()
+            .find_map(|d| d["candidates"][0]["content"]["parts"][0].get("functionCall"))
+            .unwrap();
+        assert_eq!(
+            *call,
+            serde_json::json!({"id": "call_1", "name": "get", "args": {"a": 1}})
+        );
+        let last = datas.last().unwrap();
+        assert_eq!(last["candidates"][0]["finishReason"], "STOP");
+        assert_eq!(last["usageMetadata"]["promptTokenCount"], 8);
+        assert_eq!(last["usageMetadata"]["candidatesTokenCount"], 7);
+    }
+    // Without alt=sse: one JSON array of the same chunks.
+    let view = crate::translate::hub::ClientView {
+        json_array_stream: true,
+        ..Default::default()
+    };
+    let mut t = Translator::new(Dialect::Gemini, Dialect::Chat, false, view);
+    let mut out = Vec::new();
+    t.feed(CHAT_STREAM.as_bytes(), &mut out);
+    assert!(t.finish(&mut out).is_ok());
+    let chunks: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(chunks.len(), 4, "{}", String::from_utf8_lossy(&out));
+    assert_eq!(chunks[3]["candidates"][0]["finishReason"], "STOP");
+}

@@ -1,0 +1,118 @@
+//! Gemini's `thoughtSignature`s across dialects that have no place for them.
+//!
+//! A Gemini model signs the function calls of a thinking turn and refuses (400) a history
+//! whose calls come back without their signatures. Chat, messages and Responses clients
+//! only carry a call's id from one request to the next, so the signature travels inside
+//! the id: `<id>__gts_<kind><encoded>`, restored byte for byte when the call comes back.
+//! Only `[A-Za-z0-9_-]` is used (Anthropic's id alphabet). `<kind>` says how the
+//! signature was encoded: `b` a canonical base64 string with `+/=` swapped for URL-safe
+//! characters (the usual case: no growth), `h` any other string, in hex.
+
+const MARK: &str = "__gts_";
+
+/// The id a client sees for a call `id` signed with `signature`.
+pub(crate) fn fold(id: &str, signature: Option<&str>) -> String {
+    let Some(sig) = signature.filter(|s| !s.is_empty()) else {
+        return id.to_owned();
+    };
+    let mut out = String::with_capacity(id.len() + MARK.len() + 1 + sig.len() * 2);
+    out.push_str(id);
+    out.push_str(MARK);
+    if is_canonical_base64(sig) {
+        out.push('b');
+        // Padding is implied by the length (a multiple of 4), so it is left out.
+        out.extend(sig.trim_end_matches('=').chars().map(|c| match c {
+            '+' => '-',
+            '/' => '_',
+            c => c,
+        }));
+    } else {
+        out.push('h');
+        for b in sig.bytes() {
+            out.push_str(&format!("{b:02x}"));
+        }
+    }
+    out
+}
+
+/// A client's call id split back into the upstream's id and its signature.
+pub(crate) fn unfold(id: &str) -> (&str, Option<String>) {
+    let Some(at) = id.find(MARK) else {
+        return (id, None);
+    };
+    let (base, rest) = (&id[..at], &id[at + MARK.len()..]);
+    let sig = match rest.as_bytes().first() {
+        Some(b'b') => {
+            let mut s: String = rest[1..]
+                .chars()
+                .map(|c| match c {
+                    '-' => '+',
+                    '_' => '/',
+                    c => c,
+                })
+                .collect();
+            while !s.len().is_multiple_of(4) {
+                s.push('=');
+            }
+            Some(s)
+        }
+        Some(b'h') => hex(&rest[1..]),
+        _ => None,
+    };
+    match sig {
+        Some(s) => (base, Some(s)),
+        // Not one of ours after all: the id as the client sent it.
+        None => (id, None),
+    }
+}
+
+fn hex(s: &str) -> Option<String> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// Standard-alphabet base64 with correct padding: the only form whose URL-safe rewrite
+/// (padding dropped) maps back to the very same string.
+fn is_canonical_base64(s: &str) -> bool {
+    let body = s.trim_end_matches('=');
+    let pad = s.len() - body.len();
+    s.len().is_multiple_of(4)
+        && pad <= 2
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_come_back_byte_for_byte() {
+        for sig in [
+            "CiQBcsjafE4pWq+/Zx9ag==",
+            "CiQBcsjafE4pWq+/Zx9a",
+            "CiQBcsjafE4pWq+/Zx9agQ=",
+            "skip_thought_signature_validator",
+            "not base64 at all: ✓",
+            "abc=",
+        ] {
+            let id = fold("call_1", Some(sig));
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+                "{id}"
+            );
+            assert_eq!(unfold(&id), ("call_1", Some(sig.to_owned())), "{sig}");
+        }
+        assert_eq!(fold("call_2", None), "call_2");
+        assert_eq!(unfold("call_2"), ("call_2", None));
+        assert_eq!(unfold("toolu_01__gts_zz"), ("toolu_01__gts_zz", None));
+    }
+}
