@@ -533,10 +533,14 @@ async fn respond_translated(
 
     if parts.status.is_success() && sse {
         c.stream = true;
-        out.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
+        // Gemini's stream without `alt=sse` is one JSON array.
+        let ty = if hub.view.json_array_stream {
+            "application/json"
+        } else {
+            "text/event-stream"
+        };
+        out.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
         let translator = translate::stream::Translator::new(
             dialect,
             target.upstream,
