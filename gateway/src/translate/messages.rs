@@ -210,10 +210,10 @@ fn decode_block(b: &Value, at: &str, cx: &mut Verdicts) -> Result<Option<Part>, 
     block_hints(o, at, cx);
     Ok(Some(match o.get("type").and_then(Value::as_str) {
         Some("text") => Part::Text(string(need(o, "text", at)?, &format!("{at}.text"))?),
-        Some("image") => Part::Image(decode_image(
-            need(o, "source", at)?,
-            &format!("{at}.source"),
-        )?),
+        Some("image") => match decode_image(need(o, "source", at)?, &format!("{at}.source"), cx)? {
+            Some(img) => Part::Image(img),
+            None => return Ok(None),
+        },
         Some("tool_use") => Part::ToolCall {
             id: string(need(o, "id", at)?, &format!("{at}.id"))?,
             name: string(need(o, "name", at)?, &format!("{at}.name"))?,
@@ -266,22 +266,24 @@ fn decode_block(b: &Value, at: &str, cx: &mut Verdicts) -> Result<Option<Part>, 
     }))
 }
 
-fn decode_image(src: &Value, at: &str) -> Result<Image, TranslateError> {
+/// An image source; `None` when it is refused (a Files API `file` source).
+fn decode_image(src: &Value, at: &str, cx: &mut Verdicts) -> Result<Option<Image>, TranslateError> {
     let o = object(src, at)?;
-    match o.get("type").and_then(Value::as_str) {
-        Some("base64") => Ok(Image::Base64 {
+    Ok(Some(match o.get("type").and_then(Value::as_str) {
+        Some("base64") => Image::Base64 {
             media_type: string(need(o, "media_type", at)?, &format!("{at}.media_type"))?,
             data: string(need(o, "data", at)?, &format!("{at}.data"))?,
-        }),
-        Some("url") => Ok(Image::Url(string(
-            need(o, "url", at)?,
-            &format!("{at}.url"),
-        )?)),
-        _ => Err(invalid(
-            format!("{at}.type"),
-            "only base64 and url image sources can be translated",
-        )),
-    }
+        },
+        Some("url") => Image::Url(string(need(o, "url", at)?, &format!("{at}.url"))?),
+        Some(_) => {
+            cx.refuse(
+                format!("{at}.type"),
+                "only base64 and url image sources can be translated",
+            );
+            return Ok(None);
+        }
+        None => return Err(invalid(format!("{at}.type"), "is required")),
+    }))
 }
 
 fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateError> {
@@ -799,6 +801,28 @@ mod tests {
         let e = decode(&body).unwrap_err().to_string();
         assert!(e.contains("tools[0] (web_search_20250305)"), "{e}");
         assert!(e.contains("builtin_tools = \"drop\""), "{e}");
+    }
+
+    #[test]
+    fn refused_blocks_are_named_with_the_rest() {
+        let body = json!({"model": "m", "max_tokens": 1, "top_k": 5, "messages": [
+            {"role": "user", "content": [
+                {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
+                {"type": "document", "source": {"type": "text", "data": "x"}},
+            ]},
+        ]});
+        let TranslateError::Unsupported { fields, .. } = decode(&body).unwrap_err() else {
+            panic!("expected one refusal listing every field")
+        };
+        let names: Vec<&str> = fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "messages[0].content[0].source.type",
+                "messages[0].content[1].type",
+                "top_k"
+            ]
+        );
     }
 
     #[test]
