@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{
-    Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role, StopReason, Tool,
-    ToolChoice, Usage,
+    CacheAt, Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role, StopReason,
+    Tool, ToolChoice, Usage,
 };
 use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings,
@@ -363,18 +363,40 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
     let mut last_role = None;
     // Anthropic takes system text only at the top: mid-conversation system turns join it,
     // in order.
-    let mut system: Vec<&str> = r.system.iter().map(String::as_str).collect();
+    // Each text with the client's `cache_control` for it, if any.
+    let mut system: Vec<(&str, Option<&Value>)> = r
+        .system
+        .iter()
+        .enumerate()
+        .map(|(k, s)| (s.as_str(), r.cache_at(CacheAt::System(k))))
+        .collect();
     for (i, m) in r.messages.iter().enumerate() {
+        let cache = |part| r.cache_at(CacheAt::Part { message: i, part });
         if m.role == Role::System {
-            system.extend(m.texts());
+            for (j, p) in m.parts.iter().enumerate() {
+                if let Part::Text(t) = p {
+                    system.push((t, cache(j)));
+                }
+            }
             continue;
         }
-        let blocks = m
-            .parts
-            .iter()
-            .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
-            .map(|p| encode_block(p, i))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut blocks: Vec<Value> = Vec::with_capacity(m.parts.len());
+        for (j, p) in m.parts.iter().enumerate() {
+            let control = cache(j);
+            if matches!(p, Part::Text(t) if t.is_empty()) {
+                // Not sent (Anthropic refuses empty text blocks): a breakpoint set on it
+                // moves to the block before it, which ends the same prefix.
+                if let (Some(c), Some(prev)) = (control, blocks.last_mut()) {
+                    prev["cache_control"] = c.clone();
+                }
+                continue;
+            }
+            let mut block = encode_block(p, i)?;
+            if let Some(c) = control {
+                block["cache_control"] = c.clone();
+            }
+            blocks.push(block);
+        }
         if blocks.is_empty() {
             continue;
         }
@@ -405,7 +427,13 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
     if !system.is_empty() {
         let blocks: Vec<Value> = system
             .iter()
-            .map(|s| json!({"type": "text", "text": s}))
+            .map(|&(text, cache)| {
+                let mut b = json!({"type": "text", "text": text});
+                if let Some(c) = cache {
+                    b["cache_control"] = c.clone();
+                }
+                b
+            })
             .collect();
         o.insert("system".into(), Value::Array(blocks));
     }
@@ -822,6 +850,57 @@ mod tests {
                 "messages[0].content[1].type",
                 "top_k"
             ]
+        );
+    }
+
+    #[test]
+    fn cache_breakpoints_land_on_their_blocks() {
+        use crate::translate::hub::{Cache, CacheAt};
+        let eph = json!({"type": "ephemeral"});
+        let mark = |at| Cache {
+            at,
+            control: eph.clone(),
+            field: "messages[].cache_control",
+        };
+        let r = Request {
+            system: vec!["a".into(), "b".into()],
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::Text("hi".into()), Part::Text(String::new())],
+                },
+                Message {
+                    role: Role::System,
+                    parts: vec![Part::Text("late".into())],
+                },
+            ],
+            cache: vec![
+                mark(CacheAt::System(1)),
+                // On an empty text, which is not sent: the block before it.
+                mark(CacheAt::Part {
+                    message: 0,
+                    part: 1,
+                }),
+                // A late system turn joins `system`, its breakpoint with it.
+                mark(CacheAt::Part {
+                    message: 1,
+                    part: 0,
+                }),
+            ],
+            ..Request::default()
+        };
+        let v = encode_request(&r, target()).unwrap();
+        assert_eq!(
+            v["system"],
+            json!([
+                {"type": "text", "text": "a"},
+                {"type": "text", "text": "b", "cache_control": eph},
+                {"type": "text", "text": "late", "cache_control": eph},
+            ])
+        );
+        assert_eq!(
+            v["messages"][0]["content"],
+            json!([{"type": "text", "text": "hi", "cache_control": eph}])
         );
     }
 
