@@ -1,14 +1,14 @@
 //! OpenAI chat completions codec: client requests into the hub, the hub into upstream
 //! requests (OpenAI and OpenAI-compatible servers), and answers both ways.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::hub::{
-    Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat, Role,
-    StopReason, Tool, ToolChoice, Usage,
+    Cache, CacheAt, Effort, Image, Message, Output, Part, Reasoning, Request, Response,
+    ResponseFormat, Role, StopReason, Tool, ToolChoice, Usage,
 };
 use super::json::{
-    array, boolean, count, invalid, is_inert, need, number, object, string, strings,
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings, At,
 };
 use super::policy::Verdicts;
 use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
@@ -30,7 +30,7 @@ const HINTS: [&str; 6] = [
 pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
     walk::request(v, |k, val, r| {
         match k {
-            "messages" => decode_messages(val, r)?,
+            "messages" => decode_messages(val, r, cx)?,
             "stream" => r.stream = boolean(val, k)?,
             "stream_options" => {
                 r.include_usage = object(val, k)?
@@ -44,7 +44,7 @@ pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, Tr
             "stop" => r.stop = strings(val, k)?,
             "user" => r.user = Some(string(val, k)?),
             "tools" => r.tools = decode_tools(val, cx)?,
-            "tool_choice" => r.tool_choice = Some(decode_tool_choice(val)?),
+            "tool_choice" => r.tool_choice = decode_tool_choice(val, cx)?,
             "parallel_tool_calls" => r.parallel_tool_calls = Some(boolean(val, k)?),
             "reasoning_effort" => {
                 let name = string(val, k)?;
@@ -74,7 +74,7 @@ pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, Tr
     })
 }
 
-fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
+fn decode_messages(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), TranslateError> {
     for (i, m) in array(v, "messages")?.iter().enumerate() {
         // Formatted only where an error names it (two `format!` per turn were ~3% of a
         // translated request).
@@ -83,40 +83,51 @@ fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
             .as_object()
             .ok_or_else(|| invalid(path(), "must be an object"))?;
         let role = need(o, "role", &path)?.as_str().unwrap_or_default();
-        for key in o.keys() {
-            let ok = matches!(key.as_str(), "role" | "content" | "name")
+        for (key, val) in o {
+            let ok = matches!(key.as_str(), "role" | "content" | "name" | "cache_control")
                 || (role == "assistant" && matches!(key.as_str(), "tool_calls" | "refusal"))
                 || (role == "tool" && key == "tool_call_id");
-            if !ok && !o[key].is_null() {
-                return Err(invalid(format!("{}.{key}", path()), "cannot be translated"));
+            if !ok && !val.is_null() {
+                cx.refuse(format!("{}.{key}", path()), "it has no equivalent there");
             }
         }
+        let cache = cache_control(o, &path)?;
         let content = o.get("content").filter(|c| !c.is_null());
         if let (Some(Value::String(s)), "user") = (content, role) {
             r.messages.push(Message {
                 role: Role::User,
                 parts: vec![Part::Text(s.clone())],
             });
+            mark_last(r, cache, false);
             continue;
         }
         let at = path();
+        // Part-level `cache_control`s, by the index of the part (or text) they follow.
+        let mut marks = Vec::new();
+        let message = r.messages.len();
         match role {
             "system" | "developer" => {
                 let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
-                let text = texts(c, &format!("{at}.content"))?.join("\n");
+                let text = texts(c, &format!("{at}.content"), &mut marks)?.join("\n");
                 // Before the first turn it is the system prompt; later, a turn in its place.
-                if r.messages.is_empty() {
+                // Either way its parts are one text: their breakpoints fall on it.
+                let to = if r.messages.is_empty() {
                     r.system.push(text);
+                    CacheAt::System(r.system.len() - 1)
                 } else {
                     r.messages.push(Message {
                         role: Role::System,
                         parts: vec![Part::Text(text)],
                     });
-                }
+                    CacheAt::Part { message, part: 0 }
+                };
+                mark_all(r, &marks, |_| to);
+                mark_last(r, cache, matches!(to, CacheAt::System(_)));
+                continue;
             }
             "user" => {
                 let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
-                let parts = user_parts(c, &format!("{at}.content"))?;
+                let parts = user_parts(c, &format!("{at}.content"), cx, &mut marks)?;
                 r.messages.push(Message {
                     role: Role::User,
                     parts,
@@ -126,7 +137,7 @@ fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
                 let mut parts = Vec::new();
                 if let Some(c) = content {
                     parts.extend(
-                        texts(c, &format!("{at}.content"))?
+                        texts(c, &format!("{at}.content"), &mut marks)?
                             .into_iter()
                             .map(Part::Text),
                     );
@@ -140,17 +151,19 @@ fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
                         .enumerate()
                     {
                         let at = format!("{at}.tool_calls[{j}]");
-                        let co = object(c, &at)?;
-                        let f = object(need(co, "function", &at)?, &format!("{at}.function"))?;
-                        parts.push(Part::ToolCall {
-                            id: string(need(co, "id", &at)?, &format!("{at}.id"))?,
-                            name: string(need(f, "name", &at)?, &format!("{at}.function.name"))?,
-                            arguments: f
-                                .get("arguments")
-                                .and_then(Value::as_str)
-                                .unwrap_or("{}")
-                                .to_owned(),
-                        });
+                        if let Some((call, cache)) = tool_call(c, &at, cx)? {
+                            if let Some(control) = cache {
+                                r.cache.push(Cache {
+                                    at: CacheAt::Part {
+                                        message,
+                                        part: parts.len(),
+                                    },
+                                    control: control.clone(),
+                                    field: "messages[].tool_calls[].cache_control",
+                                });
+                            }
+                            parts.push(call);
+                        }
                     }
                 }
                 r.messages.push(Message {
@@ -161,10 +174,12 @@ fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
             "tool" => {
                 let id = string(need(o, "tool_call_id", &at)?, &format!("{at}.tool_call_id"))?;
                 let c = content.ok_or_else(|| invalid(format!("{at}.content"), "is required"))?;
-                let content = texts(c, &format!("{at}.content"))?
+                let content = texts(c, &format!("{at}.content"), &mut marks)?
                     .into_iter()
                     .map(Part::Text)
                     .collect();
+                // The texts are one tool result: their breakpoints fall on it.
+                marks.iter_mut().for_each(|(k, _)| *k = 0);
                 r.messages.push(Message {
                     role: Role::User,
                     parts: vec![Part::ToolResult {
@@ -175,18 +190,134 @@ fn decode_messages(v: &Value, r: &mut Request) -> Result<(), TranslateError> {
                 });
             }
             other => {
-                return Err(invalid(
+                cx.refuse(
                     format!("{at}.role"),
                     format!("role {other:?} cannot be translated"),
-                ))
+                );
+                continue;
             }
         }
+        mark_all(r, &marks, |part| CacheAt::Part { message, part });
+        mark_last(r, cache, false);
     }
     Ok(())
 }
 
-/// Text-only content: a string, or text (and refusal) parts.
-fn texts(v: &Value, at: &str) -> Result<Vec<String>, TranslateError> {
+/// An object's `cache_control` (chat clients copy Anthropic's): `None` when absent.
+fn cache_control(o: &Map<String, Value>, at: impl At) -> Result<Option<&Value>, TranslateError> {
+    match o.get("cache_control") {
+        None | Some(Value::Null) => Ok(None),
+        Some(c @ Value::Object(_)) => Ok(Some(c)),
+        Some(_) => Err(invalid(
+            format!("{}.cache_control", at.path()),
+            "must be an object",
+        )),
+    }
+}
+
+/// A message's own `cache_control` falls on the last thing it became: the last system text
+/// (`system`), else the last part of the last message (nothing when it has no part).
+fn mark_last(r: &mut Request, control: Option<&Value>, system: bool) {
+    let Some(control) = control else { return };
+    let at = if system {
+        r.system.len().checked_sub(1).map(CacheAt::System)
+    } else {
+        r.messages.last().and_then(|m| {
+            m.parts.len().checked_sub(1).map(|part| CacheAt::Part {
+                message: r.messages.len() - 1,
+                part,
+            })
+        })
+    };
+    if let Some(at) = at {
+        r.cache.push(Cache {
+            at,
+            control: control.clone(),
+            field: "messages[].cache_control",
+        });
+    }
+}
+
+/// Part-level `cache_control`s (`marks`: the index of the part each follows), placed by `to`.
+fn mark_all(r: &mut Request, marks: &[(usize, &Value)], to: impl Fn(usize) -> CacheAt) {
+    r.cache.extend(marks.iter().map(|&(k, control)| Cache {
+        at: to(k),
+        control: control.clone(),
+        field: "messages[].content[].cache_control",
+    }));
+}
+
+/// One `tool_calls[j]` entry and its `cache_control`; `None` when it is refused.
+fn tool_call<'v>(
+    v: &'v Value,
+    at: &str,
+    cx: &mut Verdicts,
+) -> Result<Option<(Part, Option<&'v Value>)>, TranslateError> {
+    let co = object(v, at)?;
+    // Custom tool calls (`type: "custom"`) answer custom tools, which are refused.
+    if let Some(ty) = co.get("type").and_then(Value::as_str) {
+        if ty != "function" {
+            cx.refuse(
+                format!("{at}.type"),
+                format!("tool call type {ty:?} cannot be translated"),
+            );
+            return Ok(None);
+        }
+    }
+    let f = object(need(co, "function", at)?, &format!("{at}.function"))?;
+    for (key, val) in co {
+        if !matches!(
+            key.as_str(),
+            "id" | "type" | "function" | "cache_control" | "extra_content"
+        ) && !val.is_null()
+        {
+            cx.refuse(format!("{at}.{key}"), "it has no equivalent there");
+        }
+    }
+    // Google's OpenAI-compatible API (and the AI SDK after it) carries a Gemini call's
+    // signature here; the hub carries it in the id (`gemini::signature`).
+    let mut signature = None;
+    if let Some(extra) = co.get("extra_content").filter(|e| !e.is_null()) {
+        signature = extra
+            .pointer("/google/thought_signature")
+            .and_then(Value::as_str);
+        let only_that = extra.as_object().is_some_and(|o| o.len() == 1)
+            && extra["google"].as_object().is_some_and(|g| g.len() == 1);
+        if signature.is_none() || !only_that {
+            cx.refuse(format!("{at}.extra_content"), "it has no equivalent there");
+        }
+    }
+    for (key, val) in f {
+        if !matches!(key.as_str(), "name" | "arguments") && !val.is_null() {
+            cx.refuse(format!("{at}.function.{key}"), "it has no equivalent there");
+        }
+    }
+    let id = string(need(co, "id", at)?, &format!("{at}.id"))?;
+    let id = match signature {
+        Some(sig) if super::gemini::signature::unfold(&id).1.is_none() => {
+            super::gemini::signature::fold(&id, Some(sig))
+        }
+        _ => id,
+    };
+    let call = Part::ToolCall {
+        id,
+        name: string(need(f, "name", at)?, &format!("{at}.function.name"))?,
+        arguments: f
+            .get("arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}")
+            .to_owned(),
+    };
+    Ok(Some((call, cache_control(co, at)?)))
+}
+
+/// Text-only content: a string, or text (and refusal) parts; the `cache_control` of a part
+/// goes to `marks` with the part's index.
+fn texts<'v>(
+    v: &'v Value,
+    at: &str,
+    marks: &mut Vec<(usize, &'v Value)>,
+) -> Result<Vec<String>, TranslateError> {
     if let Some(s) = v.as_str() {
         return Ok(vec![s.to_owned()]);
     }
@@ -206,11 +337,20 @@ fn texts(v: &Value, at: &str) -> Result<Vec<String>, TranslateError> {
                 ))
             }
         }
+        if let Some(c) = cache_control(o, &at)? {
+            marks.push((out.len() - 1, c));
+        }
     }
     Ok(out)
 }
 
-fn user_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
+/// A user message's parts (audio and file parts refused); `marks` as in [`texts`].
+fn user_parts<'v>(
+    v: &'v Value,
+    at: &str,
+    cx: &mut Verdicts,
+    marks: &mut Vec<(usize, &'v Value)>,
+) -> Result<Vec<Part>, TranslateError> {
     if let Some(s) = v.as_str() {
         return Ok(vec![Part::Text(s.to_owned())]);
     }
@@ -236,14 +376,18 @@ fn user_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
                 out.push(Part::Image(Image::from_url(&url)));
             }
             other => {
-                return Err(invalid(
+                cx.refuse(
                     format!("{at}.type"),
                     format!(
                         "content part {:?} cannot be translated",
                         other.unwrap_or("(none)")
                     ),
-                ))
+                );
+                continue;
             }
+        }
+        if let Some(c) = cache_control(o, &at)? {
+            marks.push((out.len() - 1, c));
         }
     }
     Ok(out)
@@ -274,20 +418,30 @@ fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateErro
     })
 }
 
-fn decode_tool_choice(v: &Value) -> Result<ToolChoice, TranslateError> {
+/// `None` when the choice is refused (`allowed_tools`, `custom`: no equivalent there).
+fn decode_tool_choice(v: &Value, cx: &mut Verdicts) -> Result<Option<ToolChoice>, TranslateError> {
     match v {
         Value::String(s) => match s.as_str() {
-            "auto" => Ok(ToolChoice::Auto),
-            "none" => Ok(ToolChoice::None),
-            "required" => Ok(ToolChoice::Required),
+            "auto" => Ok(Some(ToolChoice::Auto)),
+            "none" => Ok(Some(ToolChoice::None)),
+            "required" => Ok(Some(ToolChoice::Required)),
             _ => Err(invalid("tool_choice", format!("unknown value {s:?}"))),
         },
-        Value::Object(o) => o
-            .get("function")
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
-            .map(|n| ToolChoice::Named(n.to_owned()))
-            .ok_or_else(|| invalid("tool_choice", "a named choice needs function.name")),
+        Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+            None | Some("function") => o
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+                .map(|n| Some(ToolChoice::Named(n.to_owned())))
+                .ok_or_else(|| invalid("tool_choice", "a named choice needs function.name")),
+            Some(ty) => {
+                cx.refuse(
+                    "tool_choice.type",
+                    format!("tool choice {ty:?} cannot be translated"),
+                );
+                Ok(None)
+            }
+        },
         _ => Err(invalid("tool_choice", "must be a string or an object")),
     }
 }
@@ -695,6 +849,184 @@ mod tests {
         let inert =
             json!({"model": "m", "messages": [], "logprobs": false, "frequency_penalty": 0});
         assert!(decode(&inert).is_ok());
+    }
+
+    #[test]
+    fn every_refused_field_is_named_in_one_error() {
+        let body = json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "s", "x_trace": {"id": 1}},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}},
+                ], "x_priority": 2},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}", "x_f": 1}, "x_call": true},
+                    {"id": "c2", "type": "custom", "custom": {"name": "g", "input": "x"}},
+                ]},
+                {"role": "function", "name": "f", "content": "old"},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok", "x_null": null},
+            ],
+            "seed": 7,
+            "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}},
+        });
+        let TranslateError::Unsupported { fields, .. } = decode(&body).unwrap_err() else {
+            panic!("expected one refusal listing every field")
+        };
+        let mut names: Vec<&str> = fields.iter().map(|f| f.field.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "messages[0].x_trace",
+                "messages[1].content[1].type",
+                "messages[1].x_priority",
+                "messages[2].tool_calls[0].function.x_f",
+                "messages[2].tool_calls[0].x_call",
+                "messages[2].tool_calls[1].type",
+                "messages[3].role",
+                "seed",
+                "tool_choice.type",
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_calls_are_checked_like_every_object() {
+        let call = |extra: Value| {
+            let mut c = json!({"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}});
+            c.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            json!({"model": "m", "messages": [{"role": "assistant", "tool_calls": [c]}]})
+        };
+        let e = decode(&call(json!({"made_up": 1})))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`messages[0].tool_calls[0].made_up`"), "{e}");
+        // Google's signature (the AI SDK echoes it) rides in the id; nothing else there.
+        let r = decode(&call(
+            json!({"extra_content": {"google": {"thought_signature": "c2ln"}}}),
+        ))
+        .unwrap();
+        let Part::ToolCall { id, .. } = &r.messages[0].parts[0] else {
+            panic!("{:?}", r.messages)
+        };
+        assert_eq!(
+            crate::translate::gemini::signature::unfold(id),
+            ("c", Some("c2ln".to_owned()))
+        );
+        let e = decode(&call(json!({"extra_content": {"other": 1}})))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tool_calls[0].extra_content"), "{e}");
+        // Null is absent; cache_control is a breakpoint, not an unknown key.
+        let r = decode(&call(
+            json!({"made_up": null, "cache_control": {"type": "ephemeral"}}),
+        ))
+        .unwrap();
+        assert!(r.dropped.is_empty(), "{:?}", r.dropped);
+        assert_eq!(r.cache.len(), 1);
+    }
+
+    /// What opencode sends for a Claude model: `cache_control` on the first system messages
+    /// and on the last two turns (on a message, or on its last part).
+    fn opencode_body() -> Value {
+        let eph = json!({"type": "ephemeral"});
+        json!({
+            "model": "claude-sonnet",
+            "messages": [
+                {"role": "system", "content": "you are opencode", "cache_control": eph},
+                {"role": "system", "content": [{"type": "text", "text": "env"}, {"type": "text", "text": "rules", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
+                {"role": "user", "content": "read a.txt"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}, "cache_control": eph},
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "hello", "cache_control": eph},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "and"},
+                    {"type": "text", "text": "now?", "cache_control": eph},
+                ]},
+                {"role": "user", "content": "last", "cache_control": eph},
+            ],
+        })
+    }
+
+    #[test]
+    fn cache_control_maps_to_the_anthropic_block_and_is_dropped_elsewhere() {
+        use crate::dialect::Dialect;
+        let r = decode(&opencode_body()).unwrap();
+        assert!(r.dropped.is_empty(), "{:?}", r.dropped);
+        let t = TargetInfo {
+            provider: Provider::Anthropic,
+            model: "up",
+            default_max_tokens: 1,
+            reasoning: false,
+            policy: crate::translate::policy::Policy::default(),
+        };
+        let enc = crate::translate::encode_request(Dialect::Messages, &r, t).unwrap();
+        assert!(enc.dropped.is_empty(), "{:?}", enc.dropped);
+        let out: Value = serde_json::from_slice(&enc.body).unwrap();
+        let eph = json!({"type": "ephemeral"});
+        assert_eq!(
+            out["system"],
+            json!([
+                {"type": "text", "text": "you are opencode", "cache_control": eph},
+                {"type": "text", "text": "env\nrules", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+            ])
+        );
+        let m = &out["messages"];
+        assert_eq!(
+            m[0]["content"][0],
+            json!({"type": "text", "text": "read a.txt"})
+        );
+        assert_eq!(m[1]["content"][0]["type"], "tool_use");
+        assert_eq!(m[1]["content"][0]["cache_control"], eph);
+        // The tool result and the next user turns merge into one user turn.
+        let last = m[2]["content"].as_array().unwrap();
+        let marks: Vec<(&str, bool)> = last
+            .iter()
+            .map(|b| {
+                (
+                    b["type"].as_str().unwrap(),
+                    b.get("cache_control").is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                ("tool_result", true),
+                ("text", false),
+                ("text", true),
+                ("text", true)
+            ]
+        );
+        assert_eq!(m.as_array().unwrap().len(), 3);
+
+        // A chat target takes no breakpoints: dropped, named once per field.
+        let t = TargetInfo {
+            provider: Provider::OpenaiCompatible,
+            ..t
+        };
+        let enc = crate::translate::encode_request(Dialect::Chat, &r, t).unwrap();
+        assert_eq!(
+            enc.dropped,
+            [
+                "messages[].cache_control",
+                "messages[].content[].cache_control",
+                "messages[].tool_calls[].cache_control"
+            ]
+        );
+        assert!(!String::from_utf8_lossy(&enc.body).contains("cache_control"));
+    }
+
+    #[test]
+    fn cache_control_must_be_an_object() {
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi", "cache_control": "ephemeral"}]});
+        let e = decode(&body).unwrap_err().to_string();
+        assert!(e.contains("messages[0].cache_control"), "{e}");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! mappings per dialect instead of one per pair of dialects.
 //!
 //! It holds exactly what the three dialects share; what one dialect has and the hub does
-//! not is refused by that dialect's decoder (see TRANSLATION.md), never dropped here.
+//! not is refused by that dialect's decoder (see TRANSLATION.md), never dropped here. One
+//! exception: prompt-cache breakpoints ([`Cache`]), carried for the targets that take them
+//! and dropped, as hints, by the encoders of those that do not.
 
 use serde_json::{Number, Value};
 
@@ -34,6 +36,8 @@ pub(crate) struct Request {
     pub(crate) include_usage: bool,
     /// How hard the model should reason, when the client said (and which field said it).
     pub(crate) reasoning: Option<Reasoning>,
+    /// Prompt-cache breakpoints the client set, in no particular order; usually none.
+    pub(crate) cache: Vec<Cache>,
     /// Fields the decoder dropped (`policy`), by field: reported to the client and logged.
     pub(crate) dropped: Vec<String>,
     /// What the client's dialect needs to render the answer in its own terms.
@@ -129,6 +133,36 @@ impl Reasoning {
         if effort.is_some() {
             re.effort = effort;
         }
+    }
+}
+
+/// A prompt-cache breakpoint the client set: chat's `cache_control` (opencode sends it on
+/// messages and parts for Claude models, in Anthropic's form). The prompt up to and
+/// including what `at` names is worth caching: an Anthropic target takes it on the block
+/// built from `at`; a target without prompt-cache control drops it (a hint), by `field`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Cache {
+    pub(crate) at: CacheAt,
+    /// Anthropic's `cache_control` object as the client sent it (`type`, `ttl`): chat clients
+    /// copy Anthropic's form, so Anthropic checks it rather than a copy of its rules here.
+    pub(crate) control: Value,
+    /// The client field that set it, generalised (`messages[].cache_control`).
+    pub(crate) field: &'static str,
+}
+
+/// What a [`Cache`] breakpoint follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CacheAt {
+    /// `Request::system[i]`.
+    System(usize),
+    /// `Request::messages[message].parts[part]`.
+    Part { message: usize, part: usize },
+}
+
+impl Request {
+    /// The `cache_control` the client set on what `at` names, if any.
+    pub(crate) fn cache_at(&self, at: CacheAt) -> Option<&Value> {
+        self.cache.iter().find(|c| c.at == at).map(|c| &c.control)
     }
 }
 

@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{
-    Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat, Role,
-    StopReason, Tool, ToolChoice, Usage,
+    CacheAt, Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat,
+    Role, StopReason, Tool, ToolChoice, Usage,
 };
 use super::json::{
     array, boolean, count, invalid, is_inert, need, number, object, string, strings,
@@ -210,10 +210,10 @@ fn decode_block(b: &Value, at: &str, cx: &mut Verdicts) -> Result<Option<Part>, 
     block_hints(o, at, cx);
     Ok(Some(match o.get("type").and_then(Value::as_str) {
         Some("text") => Part::Text(string(need(o, "text", at)?, &format!("{at}.text"))?),
-        Some("image") => Part::Image(decode_image(
-            need(o, "source", at)?,
-            &format!("{at}.source"),
-        )?),
+        Some("image") => match decode_image(need(o, "source", at)?, &format!("{at}.source"), cx)? {
+            Some(img) => Part::Image(img),
+            None => return Ok(None),
+        },
         Some("tool_use") => Part::ToolCall {
             id: string(need(o, "id", at)?, &format!("{at}.id"))?,
             name: string(need(o, "name", at)?, &format!("{at}.name"))?,
@@ -266,22 +266,24 @@ fn decode_block(b: &Value, at: &str, cx: &mut Verdicts) -> Result<Option<Part>, 
     }))
 }
 
-fn decode_image(src: &Value, at: &str) -> Result<Image, TranslateError> {
+/// An image source; `None` when it is refused (a Files API `file` source).
+fn decode_image(src: &Value, at: &str, cx: &mut Verdicts) -> Result<Option<Image>, TranslateError> {
     let o = object(src, at)?;
-    match o.get("type").and_then(Value::as_str) {
-        Some("base64") => Ok(Image::Base64 {
+    Ok(Some(match o.get("type").and_then(Value::as_str) {
+        Some("base64") => Image::Base64 {
             media_type: string(need(o, "media_type", at)?, &format!("{at}.media_type"))?,
             data: string(need(o, "data", at)?, &format!("{at}.data"))?,
-        }),
-        Some("url") => Ok(Image::Url(string(
-            need(o, "url", at)?,
-            &format!("{at}.url"),
-        )?)),
-        _ => Err(invalid(
-            format!("{at}.type"),
-            "only base64 and url image sources can be translated",
-        )),
-    }
+        },
+        Some("url") => Image::Url(string(need(o, "url", at)?, &format!("{at}.url"))?),
+        Some(_) => {
+            cx.refuse(
+                format!("{at}.type"),
+                "only base64 and url image sources can be translated",
+            );
+            return Ok(None);
+        }
+        None => return Err(invalid(format!("{at}.type"), "is required")),
+    }))
 }
 
 fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateError> {
@@ -361,18 +363,40 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
     let mut last_role = None;
     // Anthropic takes system text only at the top: mid-conversation system turns join it,
     // in order.
-    let mut system: Vec<&str> = r.system.iter().map(String::as_str).collect();
+    // Each text with the client's `cache_control` for it, if any.
+    let mut system: Vec<(&str, Option<&Value>)> = r
+        .system
+        .iter()
+        .enumerate()
+        .map(|(k, s)| (s.as_str(), r.cache_at(CacheAt::System(k))))
+        .collect();
     for (i, m) in r.messages.iter().enumerate() {
+        let cache = |part| r.cache_at(CacheAt::Part { message: i, part });
         if m.role == Role::System {
-            system.extend(m.texts());
+            for (j, p) in m.parts.iter().enumerate() {
+                if let Part::Text(t) = p {
+                    system.push((t, cache(j)));
+                }
+            }
             continue;
         }
-        let blocks = m
-            .parts
-            .iter()
-            .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
-            .map(|p| encode_block(p, i))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut blocks: Vec<Value> = Vec::with_capacity(m.parts.len());
+        for (j, p) in m.parts.iter().enumerate() {
+            let control = cache(j);
+            if matches!(p, Part::Text(t) if t.is_empty()) {
+                // Not sent (Anthropic refuses empty text blocks): a breakpoint set on it
+                // moves to the block before it, which ends the same prefix.
+                if let (Some(c), Some(prev)) = (control, blocks.last_mut()) {
+                    prev["cache_control"] = c.clone();
+                }
+                continue;
+            }
+            let mut block = encode_block(p, i)?;
+            if let Some(c) = control {
+                block["cache_control"] = c.clone();
+            }
+            blocks.push(block);
+        }
         if blocks.is_empty() {
             continue;
         }
@@ -403,7 +427,13 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
     if !system.is_empty() {
         let blocks: Vec<Value> = system
             .iter()
-            .map(|s| json!({"type": "text", "text": s}))
+            .map(|&(text, cache)| {
+                let mut b = json!({"type": "text", "text": text});
+                if let Some(c) = cache {
+                    b["cache_control"] = c.clone();
+                }
+                b
+            })
             .collect();
         o.insert("system".into(), Value::Array(blocks));
     }
@@ -808,6 +838,79 @@ mod tests {
         let e = decode(&body).unwrap_err().to_string();
         assert!(e.contains("tools[0] (web_search_20250305)"), "{e}");
         assert!(e.contains("builtin_tools = \"drop\""), "{e}");
+    }
+
+    #[test]
+    fn refused_blocks_are_named_with_the_rest() {
+        let body = json!({"model": "m", "max_tokens": 1, "top_k": 5, "messages": [
+            {"role": "user", "content": [
+                {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
+                {"type": "document", "source": {"type": "text", "data": "x"}},
+            ]},
+        ]});
+        let TranslateError::Unsupported { fields, .. } = decode(&body).unwrap_err() else {
+            panic!("expected one refusal listing every field")
+        };
+        let names: Vec<&str> = fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "messages[0].content[0].source.type",
+                "messages[0].content[1].type",
+                "top_k"
+            ]
+        );
+    }
+
+    #[test]
+    fn cache_breakpoints_land_on_their_blocks() {
+        use crate::translate::hub::{Cache, CacheAt};
+        let eph = json!({"type": "ephemeral"});
+        let mark = |at| Cache {
+            at,
+            control: eph.clone(),
+            field: "messages[].cache_control",
+        };
+        let r = Request {
+            system: vec!["a".into(), "b".into()],
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::Text("hi".into()), Part::Text(String::new())],
+                },
+                Message {
+                    role: Role::System,
+                    parts: vec![Part::Text("late".into())],
+                },
+            ],
+            cache: vec![
+                mark(CacheAt::System(1)),
+                // On an empty text, which is not sent: the block before it.
+                mark(CacheAt::Part {
+                    message: 0,
+                    part: 1,
+                }),
+                // A late system turn joins `system`, its breakpoint with it.
+                mark(CacheAt::Part {
+                    message: 1,
+                    part: 0,
+                }),
+            ],
+            ..Request::default()
+        };
+        let v = encode_request(&r, target()).unwrap();
+        assert_eq!(
+            v["system"],
+            json!([
+                {"type": "text", "text": "a"},
+                {"type": "text", "text": "b", "cache_control": eph},
+                {"type": "text", "text": "late", "cache_control": eph},
+            ])
+        );
+        assert_eq!(
+            v["messages"][0]["content"],
+            json!([{"type": "text", "text": "hi", "cache_control": eph}])
+        );
     }
 
     #[test]

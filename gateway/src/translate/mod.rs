@@ -127,8 +127,18 @@ fn no_reasoning(req: &hub::Request, target_reasons: bool, verdicts: &mut policy:
     }
 }
 
+/// The client's prompt-cache breakpoints are dropped (hints: caching never changes the
+/// answer) for a target whose API takes none: `encode_request` calls this for each such
+/// dialect.
+fn no_cache(req: &hub::Request, verdicts: &mut policy::Verdicts) {
+    for c in &req.cache {
+        verdicts.hint(c.field);
+    }
+}
+
 /// An encoded upstream body, and the fields dropped for this target on top of the
-/// request's own (a reasoning effort the target's model takes no control for).
+/// request's own (a reasoning effort the target's model takes no control for, prompt-cache
+/// breakpoints its API has no place for).
 pub(crate) struct Encoded {
     pub(crate) body: Bytes,
     pub(crate) dropped: Vec<String>,
@@ -157,9 +167,16 @@ pub(crate) fn encode_request(
         );
     }
     let body = match upstream {
-        Dialect::Chat => chat::to_bytes(&chat::encode_request(req, target)),
+        Dialect::Chat => {
+            no_cache(req, &mut verdicts);
+            chat::to_bytes(&chat::encode_request(req, target))
+        }
         Dialect::Messages => chat::to_bytes(&messages::encode_request(req, target)?),
-        Dialect::Gemini => gemini::encode_request(req, target)?,
+        Dialect::Gemini => {
+            // Gemini caches prompts by itself (implicit caching): breakpoints have no place.
+            no_cache(req, &mut verdicts);
+            gemini::encode_request(req, target)?
+        }
         Dialect::Responses => unreachable!("no provider is translated to Responses"),
     };
     let dropped = verdicts.finish(api_name(upstream))?;

@@ -151,7 +151,7 @@ fn decode_input(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), Tra
             "message" => {
                 let role = need(o, "role", &at)?.as_str().unwrap_or_default();
                 let content = need(o, "content", &at)?;
-                let parts = content_parts(content, &format!("{at}.content"))?;
+                let parts = content_parts(content, &format!("{at}.content"), cx)?;
                 match role {
                     "system" | "developer" => {
                         let mut texts = Vec::new();
@@ -214,7 +214,7 @@ fn decode_input(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), Tra
                 let output = need(o, "output", &at)?;
                 let content = match output {
                     Value::String(s) => vec![Part::Text(s.clone())],
-                    _ => content_parts(output, &format!("{at}.output"))?,
+                    _ => content_parts(output, &format!("{at}.output"), cx)?,
                 };
                 let part = Part::ToolResult {
                     id: string(need(o, "call_id", &at)?, &format!("{at}.call_id"))?,
@@ -255,7 +255,8 @@ fn push(r: &mut Request, role: Role, parts: Vec<Part>) {
     }
 }
 
-fn content_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
+/// Content parts; those that cannot be translated are refused (`cx`) and left out.
+fn content_parts(v: &Value, at: &str, cx: &mut Verdicts) -> Result<Vec<Part>, TranslateError> {
     if let Some(s) = v.as_str() {
         return Ok(vec![Part::Text(s.to_owned())]);
     }
@@ -272,24 +273,21 @@ fn content_parts(v: &Value, at: &str) -> Result<Vec<Part>, TranslateError> {
                 need(o, "refusal", &at)?,
                 &format!("{at}.refusal"),
             )?)),
-            Some("input_image") => {
-                let url = o.get("image_url").and_then(Value::as_str).ok_or_else(|| {
-                    invalid(
-                        format!("{at}.image_url"),
-                        "is required (file_id images cannot be translated)",
-                    )
-                })?;
-                out.push(Part::Image(Image::from_url(url)));
-            }
-            other => {
-                return Err(invalid(
-                    format!("{at}.type"),
-                    format!(
-                        "content part {:?} cannot be translated",
-                        other.unwrap_or("(none)")
-                    ),
-                ))
-            }
+            Some("input_image") => match o.get("image_url").and_then(Value::as_str) {
+                Some(url) => out.push(Part::Image(Image::from_url(url))),
+                None if o.get("file_id").is_some_and(|f| !f.is_null()) => cx.refuse(
+                    format!("{at}.file_id"),
+                    "file_id images cannot be translated",
+                ),
+                None => return Err(invalid(format!("{at}.image_url"), "is required")),
+            },
+            other => cx.refuse(
+                format!("{at}.type"),
+                format!(
+                    "content part {:?} cannot be translated",
+                    other.unwrap_or("(none)")
+                ),
+            ),
         }
     }
     Ok(out)
@@ -650,6 +648,29 @@ mod tests {
             let e = decode(&body).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");
         }
+    }
+
+    #[test]
+    fn refused_parts_are_named_with_the_rest() {
+        let body = json!({"model": "m", "top_logprobs": 3, "input": [
+            {"role": "user", "content": [
+                {"type": "input_image", "file_id": "file_1"},
+                {"type": "input_file", "file_id": "file_2"},
+                {"type": "input_text", "text": "see"},
+            ]},
+        ]});
+        let TranslateError::Unsupported { fields, .. } = decode(&body).unwrap_err() else {
+            panic!("expected one refusal listing every field")
+        };
+        let names: Vec<&str> = fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "input[0].content[0].file_id",
+                "input[0].content[1].type",
+                "top_logprobs"
+            ]
+        );
     }
 
     #[test]

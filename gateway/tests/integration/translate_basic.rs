@@ -472,3 +472,130 @@ async fn what_cannot_be_translated_is_refused_naming_the_field() {
     }
     assert!(up.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_400_names_every_refused_field_of_a_chat_request() {
+    let up = upstream(100).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
+    let req = r#"{"model":"claude","x_top":1,"messages":[
+        {"role":"user","content":"hi","x_one":true},
+        {"role":"assistant","content":null,"x_two":"t","tool_calls":[
+            {"id":"c1","type":"function","function":{"name":"f","arguments":"{}"},"x_call":{}}]},
+        {"role":"tool","tool_call_id":"c1","content":"ok"}]}"#;
+    let r = gw.send(post(CHAT, req)).await;
+    let v = assert_openai_error(&r, 400);
+    let text = v["error"]["message"].as_str().unwrap();
+    assert!(text.starts_with("4 fields are not supported"), "{text}");
+    for field in [
+        "`x_top`",
+        "`messages[0].x_one`",
+        "`messages[1].x_two`",
+        "`messages[1].tool_calls[0].x_call`",
+    ] {
+        assert!(text.contains(field), "{field} missing: {text}");
+    }
+    assert!(up.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_made_up_key_in_a_chat_tool_call_is_refused() {
+    let up = upstream(100).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
+    let req = r#"{"model":"claude","messages":[
+        {"role":"user","content":"hi"},
+        {"role":"assistant","tool_calls":[
+            {"id":"c1","type":"function","function":{"name":"f","arguments":"{}"},"made_up":1}]},
+        {"role":"tool","tool_call_id":"c1","content":"ok"}]}"#;
+    let r = gw.send(post(CHAT, req)).await;
+    let v = assert_openai_error(&r, 400);
+    let text = v["error"]["message"].as_str().unwrap();
+    assert!(
+        text.contains("`messages[1].tool_calls[0].made_up`"),
+        "{text}"
+    );
+    assert!(up.requests().is_empty());
+}
+
+/// opencode (`@ai-sdk/openai-compatible`) on a Claude model name: `cache_control` on the
+/// first system messages and on the last turns, on the message or on its last part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_cache_control_reaches_anthropic_on_its_blocks() {
+    let up = upstream(100).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
+    let req = r#"{"model":"claude","max_tokens":32000,"stream":false,"messages":[
+        {"role":"system","content":"You are opencode.","cache_control":{"type":"ephemeral"}},
+        {"role":"system","content":"<env>linux</env>","cache_control":{"type":"ephemeral"}},
+        {"role":"user","content":"read a.txt"},
+        {"role":"assistant","content":"","tool_calls":[
+            {"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a.txt\"}"},"cache_control":{"type":"ephemeral"}}]},
+        {"role":"tool","tool_call_id":"call_1","content":"hello","cache_control":{"type":"ephemeral"}},
+        {"role":"user","content":[{"type":"text","text":"and now?","cache_control":{"type":"ephemeral"}}]}],
+      "tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}]}"#;
+    let r = gw.send(post(CHAT, req)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert!(
+        r.header("x-gateway-dropped-fields").is_none(),
+        "{:?}",
+        r.header("x-gateway-dropped-fields")
+    );
+    let (head, sent) = up.requests().pop().unwrap();
+    assert!(head.starts_with("post /v1/messages "), "{head}");
+    let eph = json!({"type": "ephemeral"});
+    assert_eq!(
+        sent["system"],
+        json!([
+            {"type": "text", "text": "You are opencode.", "cache_control": eph},
+            {"type": "text", "text": "<env>linux</env>", "cache_control": eph},
+        ])
+    );
+    let turns = &sent["messages"];
+    assert_eq!(
+        turns[0]["content"],
+        json!([{"type": "text", "text": "read a.txt"}])
+    );
+    assert_eq!(
+        turns[1]["content"],
+        json!([{"type": "tool_use", "id": "call_1", "name": "read", "input": {"path": "a.txt"}, "cache_control": eph}])
+    );
+    assert_eq!(
+        turns[2]["content"],
+        json!([
+            {"type": "tool_result", "tool_use_id": "call_1", "content": [{"type": "text", "text": "hello"}], "cache_control": eph},
+            {"type": "text", "text": "and now?", "cache_control": eph},
+        ])
+    );
+    let line = log_line(&gw, "chat->messages").await;
+    assert!(line.get("dropped").is_none(), "{line}");
+}
+
+/// Where the target takes no `cache_control` (a messages client on a chat target), it is
+/// dropped and named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_control_is_dropped_and_named_where_it_cannot_be_carried() {
+    let up = upstream(100).await;
+    let gw = TestGateway::start(&config(&up.base_url(), "")).await;
+    let req = r#"{"model":"local","max_tokens":50,
+        "system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],
+        "messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral","ttl":"1h"}}]}]}"#;
+    let r = gw
+        .send(post(MESSAGES, req).header("anthropic-version", "2023-06-01"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let mut dropped: Vec<&str> = r
+        .header("x-gateway-dropped-fields")
+        .unwrap_or_default()
+        .split(", ")
+        .collect();
+    dropped.sort_unstable();
+    assert_eq!(
+        dropped,
+        [
+            "messages[].content[].cache_control",
+            "system[].cache_control"
+        ]
+    );
+    let (head, sent) = up.requests().pop().unwrap();
+    assert!(head.starts_with("post /v1/chat/completions "), "{head}");
+    assert!(!sent.to_string().contains("cache_control"), "{sent}");
+    assert_eq!(sent["messages"][1]["content"], "hi");
+}
