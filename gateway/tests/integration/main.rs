@@ -18,3 +18,4 @@ mod support;
 mod translate_agents;
 mod translate_basic;
 mod translate_failover;
+mod translate_gemini;
