@@ -13,9 +13,9 @@ use crate::auth::AuthOutcome;
 use crate::body::{full, GatewayBody};
 use crate::conn::ConnState;
 use crate::dialect::Dialect;
+use crate::dialect::GeminiMethod;
 use crate::error::ErrorKind;
 use crate::metrics::{Metrics, Route};
-use crate::proxy::request::GeminiMethod;
 use crate::proxy::{self, Op};
 use crate::settle::Settlement;
 use crate::state::State;
@@ -34,7 +34,7 @@ pub(crate) async fn route(
     conn: Arc<ConnState>,
 ) -> Result<Response<GatewayBody>, Infallible> {
     let path = req.uri().path();
-    if let Some(call) = proxy::request::gemini_call(path, req.uri().query()) {
+    if let Some(call) = crate::dialect::gemini_call(path, req.uri().query()) {
         let (op, route) = match call.method {
             GeminiMethod::CountTokens => (Op::CountTokens, Route::CountTokens),
             _ => (Op::Generate, Route::GenerateContent),

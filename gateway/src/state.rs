@@ -55,7 +55,7 @@ impl GeminiUris {
         // Configs may name the model as Google's API lists it (`models/gemini-...`).
         let model = model.strip_prefix("models/").unwrap_or(model);
         let at = |suffix: &str| base.join(&format!("/v1beta/models/{model}{suffix}"));
-        use crate::proxy::request::GeminiMethod as M;
+        use crate::dialect::GeminiMethod as M;
         GeminiUris {
             generate: at(M::Generate.upstream_suffix()),
             stream_sse: at(M::Stream { sse: true }.upstream_suffix()),
@@ -64,8 +64,8 @@ impl GeminiUris {
         }
     }
 
-    pub(crate) fn of(&self, m: crate::proxy::request::GeminiMethod) -> &Uri {
-        use crate::proxy::request::GeminiMethod as M;
+    pub(crate) fn of(&self, m: crate::dialect::GeminiMethod) -> &Uri {
+        use crate::dialect::GeminiMethod as M;
         match m {
             M::Generate => &self.generate,
             M::Stream { sse: true } => &self.stream_sse,

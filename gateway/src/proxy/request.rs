@@ -79,58 +79,12 @@ pub(crate) fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
     })
 }
 
-/// What a Gemini method path asks: `{model}:generateContent`, `:streamGenerateContent`
-/// (`alt=sse`: server-sent events, else one JSON array) or `:countTokens`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct GeminiCall {
-    pub(crate) model: String,
-    pub(crate) method: GeminiMethod,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum GeminiMethod {
-    Generate,
-    Stream { sse: bool },
-    CountTokens,
-}
-
-impl GeminiMethod {
-    /// The path suffix (and query) of this method upstream.
-    pub(crate) const fn upstream_suffix(self) -> &'static str {
-        match self {
-            GeminiMethod::Generate => ":generateContent",
-            GeminiMethod::Stream { sse: true } => ":streamGenerateContent?alt=sse",
-            GeminiMethod::Stream { sse: false } => ":streamGenerateContent",
-            GeminiMethod::CountTokens => ":countTokens",
-        }
-    }
-}
-
-/// `/{v1beta,v1}/models/{model}:{method}` as a call; `None` when the path is not one.
-pub(crate) fn gemini_call(path: &str, query: Option<&str>) -> Option<GeminiCall> {
-    let rest = path
-        .strip_prefix("/v1beta/models/")
-        .or_else(|| path.strip_prefix("/v1/models/"))?;
-    let (model, method) = rest.rsplit_once(':')?;
-    let method = match method {
-        "generateContent" => GeminiMethod::Generate,
-        "streamGenerateContent" => GeminiMethod::Stream {
-            sse: crate::query::has(query, "alt", "sse"),
-        },
-        "countTokens" => GeminiMethod::CountTokens,
-        _ => return None,
-    };
-    if model.is_empty() || model.contains('/') {
-        return None;
-    }
-    Some(GeminiCall {
-        model: model.to_owned(),
-        method,
-    })
-}
-
+#[cfg(test)]
+use crate::dialect::gemini_call;
 /// A Gemini body's head: the model and streaming come from the path; the body must be a
 /// JSON object (passthrough forwards it as it is, so this is all the checking it gets).
+pub(crate) use crate::dialect::{GeminiCall, GeminiMethod};
+
 pub(crate) fn gemini_head<'a>(
     body: &[u8],
     call: &'a GeminiCall,
