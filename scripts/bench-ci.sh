@@ -17,7 +17,7 @@
 # Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, callgrind-<shape>.json,
 # holdout.json, *.md.
 # About 15 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower; the
-# translated pairs add three callgrind shapes, the soak about 2).
+# translated pairs add six callgrind shapes, the soak about 2).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"

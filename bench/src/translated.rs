@@ -13,7 +13,7 @@ use crate::results::{thousands, CALLGRIND};
 
 /// (passthrough shape, translated shape): the same client body, the model on the dialect's
 /// own provider, then on the other one.
-pub(crate) const PAIRS: [(&str, &str); 3] = [
+pub(crate) const PAIRS: [(&str, &str); 5] = [
     (
         "chat-nonstream-minimal",
         "chat-nonstream-minimal-via-anthropic",
@@ -25,11 +25,25 @@ pub(crate) const PAIRS: [(&str, &str); 3] = [
     // Streaming: the one pair whose two shapes share a body (the other -via- streams add a
     // system prompt their passthrough twins lack).
     ("messages-stream-mid", "messages-stream-mid-via-openai"),
+    // Gemini both ways: a Gemini client on OpenAI, a chat client on Gemini.
+    (
+        "gemini-nonstream-minimal",
+        "gemini-nonstream-minimal-via-openai",
+    ),
+    (
+        "chat-nonstream-minimal",
+        "chat-nonstream-minimal-via-gemini",
+    ),
 ];
 
-/// Every shape of [`PAIRS`], in order.
+/// Every shape of [`PAIRS`], in order, once each (a passthrough shape may pair twice).
 pub fn shapes() -> impl Iterator<Item = &'static str> {
-    PAIRS.iter().flat_map(|(a, b)| [*a, *b])
+    let mut seen = Vec::new();
+    PAIRS.iter().flat_map(|(a, b)| [*a, *b]).filter(move |s| {
+        let new = !seen.contains(s);
+        seen.push(*s);
+        new
+    })
 }
 
 /// The callgrind report of `shape` in `dir`, if measured.

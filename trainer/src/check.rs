@@ -1,5 +1,7 @@
 //! Checks that one gateway response is complete and well formed for its dialect:
 //! a JSON body with usage, or an SSE stream whose event sequence is complete and carries usage.
+//! A Gemini stream is `data:` events only, each a whole `GenerateContentResponse`, the last
+//! one with `finishReason` and the final `usageMetadata`, and no `[DONE]`.
 //!
 //! Bytes are parsed only after the whole body arrived, so an event split across reads or in
 //! the middle of a UTF-8 character is reassembled before it is judged.
@@ -73,6 +75,16 @@ pub(crate) fn check_json(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckEr
             }
             usage(&v["usage"], "input_tokens", "output_tokens", true)
         }
+        Dialect::Gemini => {
+            let finished = gemini_chunk(&v, "generateContent answer")?;
+            if !finished.parts {
+                return Err(shape("generateContent answer without parts"));
+            }
+            if !finished.finish {
+                return Err(shape("generateContent answer without finishReason"));
+            }
+            gemini_usage(&v["usageMetadata"])
+        }
     }
 }
 
@@ -83,6 +95,7 @@ pub(crate) fn check_sse(dialect: Dialect, body: &[u8]) -> Result<Usage, CheckErr
         Dialect::Chat => check_chat_stream(&events),
         Dialect::Messages => check_messages_stream(&events),
         Dialect::Responses => check_responses_stream(&events),
+        Dialect::Gemini => check_gemini_stream(&events),
     }
 }
 
@@ -372,6 +385,150 @@ fn check_responses_stream(events: &[Event]) -> Result<Usage, CheckError> {
     Ok(usage)
 }
 
+/// What one Gemini `GenerateContentResponse` carries.
+struct GeminiChunk {
+    /// Some content part (text or a function call).
+    parts: bool,
+    /// `finishReason` on its candidate.
+    finish: bool,
+}
+
+/// Checks one Gemini answer or stream chunk (`what` names it): no `error`, one candidate
+/// (index 0) whose content is the model's, every part a text or a function call with a name
+/// and object arguments.
+fn gemini_chunk(v: &Value, what: &str) -> Result<GeminiChunk, CheckError> {
+    if v.get("error").is_some() {
+        return Err(shape(format!("{what}: an error")));
+    }
+    let Some(candidates) = v.get("candidates") else {
+        // A usage-only chunk: allowed in a stream, never the last.
+        if v["usageMetadata"].is_object() {
+            return Ok(GeminiChunk {
+                parts: false,
+                finish: false,
+            });
+        }
+        return Err(shape(format!("{what} without candidates")));
+    };
+    let candidate = match candidates.as_array().map(Vec::as_slice) {
+        Some([candidate]) => candidate,
+        _ => return Err(shape(format!("{what}: candidates is not one candidate"))),
+    };
+    if candidate
+        .get("index")
+        .is_some_and(|i| i.as_u64() != Some(0))
+    {
+        return Err(shape(format!("{what}: candidate index is not 0")));
+    }
+    let finish = match candidate.get("finishReason") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(_)) => true,
+        Some(_) => return Err(shape(format!("{what}: finishReason is not a string"))),
+    };
+    let mut parts = false;
+    if let Some(content) = candidate.get("content") {
+        if content.get("role").is_some_and(|r| r != "model") {
+            return Err(shape(format!("{what}: content role is not \"model\"")));
+        }
+        let list = content["parts"]
+            .as_array()
+            .ok_or_else(|| shape(format!("{what}: content without parts array")))?;
+        for part in list {
+            let text = part.get("text");
+            let call = part.get("functionCall");
+            match (text, call) {
+                (Some(Value::String(_)), None) => {}
+                (None, Some(call)) => {
+                    if call["name"].as_str().is_none_or(str::is_empty) {
+                        return Err(shape(format!("{what}: functionCall without name")));
+                    }
+                    if call.get("args").is_some_and(|a| !a.is_object()) {
+                        return Err(shape(format!("{what}: functionCall args not an object")));
+                    }
+                }
+                _ => {
+                    return Err(shape(format!(
+                        "{what}: part is neither text nor functionCall"
+                    )))
+                }
+            }
+            if part.get("thoughtSignature").is_some_and(|s| !s.is_string()) {
+                return Err(shape(format!("{what}: thoughtSignature is not a string")));
+            }
+            parts = true;
+        }
+    } else if !finish {
+        return Err(shape(format!("{what}: candidate without content")));
+    }
+    Ok(GeminiChunk { parts, finish })
+}
+
+/// The final `usageMetadata`: prompt and candidate counts, the total their sum (with the
+/// thought and tool-use prompt counts, when present).
+fn gemini_usage(v: &Value) -> Result<Usage, CheckError> {
+    if !v.is_object() {
+        return Err(shape("no usageMetadata object"));
+    }
+    let optional = |key: &str| match v.get(key) {
+        None => Ok(0),
+        Some(_) => u(v, key),
+    };
+    let input = u(v, "promptTokenCount")?;
+    let candidates = u(v, "candidatesTokenCount")?;
+    let thoughts = optional("thoughtsTokenCount")?;
+    let tool_prompt = optional("toolUsePromptTokenCount")?;
+    if optional("cachedContentTokenCount")? > input {
+        return Err(shape("cachedContentTokenCount exceeds promptTokenCount"));
+    }
+    if u(v, "totalTokenCount")? != input + candidates + thoughts + tool_prompt {
+        return Err(shape(
+            "usageMetadata totalTokenCount is not the sum of its counts",
+        ));
+    }
+    Ok(Usage {
+        input,
+        output: candidates + thoughts,
+    })
+}
+
+fn check_gemini_stream(events: &[Event]) -> Result<Usage, CheckError> {
+    if events.is_empty() {
+        return Err(shape("empty gemini stream"));
+    }
+    let last_index = events.len() - 1;
+    let mut parts = false;
+    let mut found = None;
+    for (i, e) in events.iter().enumerate() {
+        if let Some(name) = &e.event {
+            return Err(shape(format!(
+                "gemini stream event {i} is named {name:?} (Gemini sends data only)"
+            )));
+        }
+        if e.data == "[DONE]" {
+            return Err(shape(format!(
+                "gemini stream: [DONE] at event {i} (Gemini sends none)"
+            )));
+        }
+        let v = event_json(i, e)?;
+        let chunk = gemini_chunk(&v, &format!("gemini stream event {i}"))?;
+        parts |= chunk.parts;
+        if chunk.finish != (i == last_index) {
+            return Err(shape(if chunk.finish {
+                format!("gemini stream: finishReason at event {i}, before the last")
+            } else {
+                "gemini stream: the last event carries no finishReason".to_owned()
+            }));
+        }
+        if chunk.finish {
+            found = Some(gemini_usage(&v["usageMetadata"])?);
+        }
+    }
+    if !parts {
+        return Err(shape("gemini stream without content parts"));
+    }
+    found.ok_or_else(|| shape("gemini stream without usage"))
+}
+
 fn expect_str(v: &Value, key: &str, want: &str) -> Result<(), CheckError> {
     match v[key].as_str() {
         Some(s) if s == want => Ok(()),
@@ -504,13 +661,27 @@ mod tests {
         ]
     }
 
+    fn gemini_events() -> Events {
+        vec![
+            (
+                None,
+                r#"{"candidates":[{"content":{"parts":[{"text":"H"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":5,"totalTokenCount":5},"modelVersion":"g","responseId":"r"}"#,
+            ),
+            (
+                None,
+                r#"{"candidates":[{"content":{"parts":[{"text":"i"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":2,"totalTokenCount":7},"modelVersion":"g","responseId":"r"}"#,
+            ),
+        ]
+    }
+
     type Events = Vec<(Option<&'static str>, &'static str)>;
 
-    fn all() -> [(Dialect, Events); 3] {
+    fn all() -> [(Dialect, Events); 4] {
         [
             (Dialect::Chat, chat_events()),
             (Dialect::Messages, messages_events()),
             (Dialect::Responses, responses_events()),
+            (Dialect::Gemini, gemini_events()),
         ]
     }
 
@@ -547,7 +718,8 @@ mod tests {
                 let optional = ev[skip].0 == Some("ping")
                     || ev[skip].0 == Some("content_block_delta")
                     || ev[skip].0 == Some("response.output_text.delta")
-                    || (d == Dialect::Chat && skip < 2);
+                    || (d == Dialect::Chat && skip < 2)
+                    || (d == Dialect::Gemini && skip + 1 < ev.len());
                 if optional {
                     assert!(check_sse(
                         d,
@@ -608,6 +780,135 @@ mod tests {
         let mut ev = responses_events();
         ev[5].1 = r#"{"type":"response.output_text.done","sequence_number":2,"text":"Hi"}"#;
         assert!(check_sse(Dialect::Responses, &sse(&ev)).is_err());
+    }
+
+    /// `gemini_events` with event `i` replaced by `data`.
+    fn gemini_with(i: usize, data: &str) -> Vec<u8> {
+        let mut ev: Vec<(Option<&str>, &str)> = gemini_events();
+        ev[i].1 = data;
+        sse(&ev)
+    }
+
+    #[test]
+    fn gemini_streams_are_checked_strictly() {
+        // Google frames with CRLF.
+        let crlf = String::from_utf8(sse(&gemini_events()))
+            .unwrap()
+            .replace('\n', "\r\n");
+        assert!(check_sse(Dialect::Gemini, crlf.as_bytes()).is_ok());
+        // A function call, whole, in the one chunk that ends the stream.
+        let call = sse(&[(
+            None,
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":2,"thoughtsTokenCount":3,"totalTokenCount":10}}"#,
+        )]);
+        assert_eq!(
+            check_sse(Dialect::Gemini, &call).unwrap(),
+            Usage {
+                input: 5,
+                output: 5
+            }
+        );
+        let last = gemini_events()[1].1;
+        let bad: [(&str, Vec<u8>); 10] = [
+            ("[DONE]", {
+                let mut ev = gemini_events();
+                ev.push((None, "[DONE]"));
+                sse(&ev)
+            }),
+            ("named", {
+                let mut ev = gemini_events();
+                ev[0].0 = Some("message");
+                sse(&ev)
+            }),
+            ("early finish", gemini_with(0, last)),
+            (
+                "error",
+                gemini_with(
+                    0,
+                    r#"{"error":{"code":500,"message":"x","status":"INTERNAL"}}"#,
+                ),
+            ),
+            ("total", gemini_with(1, &last.replace(":7}", ":8}"))),
+            (
+                "no candidates count",
+                gemini_with(1, &last.replace(r#""candidatesTokenCount":2,"#, "")),
+            ),
+            (
+                "role",
+                gemini_with(
+                    0,
+                    r#"{"candidates":[{"content":{"parts":[{"text":"H"}],"role":"user"},"index":0}]}"#,
+                ),
+            ),
+            (
+                "nameless call",
+                gemini_with(
+                    0,
+                    r#"{"candidates":[{"content":{"parts":[{"functionCall":{"args":{}}}],"role":"model"},"index":0}]}"#,
+                ),
+            ),
+            (
+                "unknown part",
+                gemini_with(
+                    0,
+                    r#"{"candidates":[{"content":{"parts":[{"executableCode":{}}],"role":"model"},"index":0}]}"#,
+                ),
+            ),
+            (
+                "two candidates",
+                gemini_with(
+                    0,
+                    r#"{"candidates":[{"content":{"parts":[{"text":"a"}]}},{"content":{"parts":[{"text":"b"}]}}]}"#,
+                ),
+            ),
+        ];
+        for (what, body) in bad {
+            assert!(check_sse(Dialect::Gemini, &body).is_err(), "{what}");
+        }
+        // A stream that only finishes carries no content.
+        let empty = sse(&[(
+            None,
+            r#"{"candidates":[{"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":0,"totalTokenCount":5}}"#,
+        )]);
+        assert!(check_sse(Dialect::Gemini, &empty).is_err());
+    }
+
+    #[test]
+    fn gemini_answers_need_parts_finish_and_usage() {
+        let text = r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":2,"totalTokenCount":7,"cachedContentTokenCount":3},"modelVersion":"g","responseId":"r"}"#;
+        let want = Usage {
+            input: 5,
+            output: 2,
+        };
+        assert_eq!(check_json(Dialect::Gemini, text.as_bytes()).unwrap(), want);
+        let call = text.replace(
+            r#"{"text":"Hi"}"#,
+            r#"{"functionCall":{"id":"c","name":"f","args":{}},"thoughtSignature":"c2ln"}"#,
+        );
+        assert_eq!(check_json(Dialect::Gemini, call.as_bytes()).unwrap(), want);
+        for (what, bad) in [
+            ("no finish", text.replace(r#""finishReason":"STOP","#, "")),
+            ("no parts", text.replace(r#"{"text":"Hi"}"#, "")),
+            ("no usage", text.replace("usageMetadata", "usage")),
+            (
+                "cached",
+                text.replace(
+                    r#""cachedContentTokenCount":3"#,
+                    r#""cachedContentTokenCount":6"#,
+                ),
+            ),
+            ("args", call.replace(r#""args":{}"#, r#""args":"{}""#)),
+            ("signature", call.replace(r#""c2ln""#, "7")),
+            (
+                "envelope",
+                r#"{"error":{"code":429,"message":"x","status":"RESOURCE_EXHAUSTED"}}"#.into(),
+            ),
+        ] {
+            assert!(
+                check_json(Dialect::Gemini, bad.as_bytes()).is_err(),
+                "{what}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The three client dialects and the upstream providers: the vocabulary every other module
-//! (shapes, checks, driver, mock) speaks in. One route per dialect.
+//! The four client dialects and the upstream providers: the vocabulary every other module
+//! (shapes, checks, driver, mock) speaks in. One route per dialect, except Gemini's, whose
+//! path names the model and the method (`/v1beta/models/{model}:generateContent`).
 
 use std::fmt;
 
@@ -15,21 +16,111 @@ pub enum Dialect {
     Messages,
     /// OpenAI Responses.
     Responses,
+    /// Google's Gemini API (`generateContent`, `streamGenerateContent?alt=sse`); the model is
+    /// in the path, never in the body.
+    Gemini,
+}
+
+/// The Gemini API versions the mock serves (Google serves both with the same methods).
+pub(crate) const GEMINI_VERSIONS: [&str; 2] = ["v1beta", "v1"];
+
+/// A Gemini API method, the part of the path after the model's `:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GeminiMethod {
+    /// `:generateContent`: one JSON answer.
+    GenerateContent,
+    /// `:streamGenerateContent`: SSE with `?alt=sse`, else a JSON array written in pieces.
+    StreamGenerateContent,
+    /// `:countTokens`: `{"totalTokens": N}`.
+    CountTokens,
+}
+
+impl GeminiMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GeminiMethod::GenerateContent => "generateContent",
+            GeminiMethod::StreamGenerateContent => "streamGenerateContent",
+            GeminiMethod::CountTokens => "countTokens",
+        }
+    }
+}
+
+/// A Gemini API call as its path names it: `/{v1beta|v1}/models/{model}:{method}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeminiCall<'a> {
+    /// `v1beta` or `v1`.
+    pub version: &'a str,
+    pub model: &'a str,
+    pub method: GeminiMethod,
+}
+
+impl<'a> GeminiCall<'a> {
+    /// Parses a request path (without the query); `None` when it is no Gemini call.
+    pub fn parse(path: &'a str) -> Option<GeminiCall<'a>> {
+        let rest = path.strip_prefix('/')?;
+        let (version, rest) = rest.split_once('/')?;
+        if !GEMINI_VERSIONS.contains(&version) {
+            return None;
+        }
+        let (model, method) = rest.strip_prefix("models/")?.rsplit_once(':')?;
+        if model.is_empty() || model.contains('/') {
+            return None;
+        }
+        let method = [
+            GeminiMethod::GenerateContent,
+            GeminiMethod::StreamGenerateContent,
+            GeminiMethod::CountTokens,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == method)?;
+        Some(GeminiCall {
+            version,
+            model,
+            method,
+        })
+    }
 }
 
 impl Dialect {
-    /// The dialect served on `path`, if any (the mock routes on it).
+    /// Every dialect, in declaration order.
+    pub const ALL: [Dialect; 4] = [
+        Dialect::Chat,
+        Dialect::Messages,
+        Dialect::Responses,
+        Dialect::Gemini,
+    ];
+
+    /// The dialect served on `path` (without the query), if any (the mock routes on it).
     pub(crate) fn from_path(path: &str) -> Option<Dialect> {
+        if GeminiCall::parse(path).is_some() {
+            return Some(Dialect::Gemini);
+        }
         [Dialect::Chat, Dialect::Messages, Dialect::Responses]
             .into_iter()
             .find(|d| d.route() == path)
     }
 
+    /// The route; for Gemini the prefix that the model and the method follow (see
+    /// [`Dialect::request_path`]).
     pub fn route(self) -> &'static str {
         match self {
             Dialect::Chat => "/v1/chat/completions",
             Dialect::Messages => "/v1/messages",
             Dialect::Responses => "/v1/responses",
+            Dialect::Gemini => "/v1beta/models/",
+        }
+    }
+
+    /// The path and query a client of this dialect posts a request for `model` to: the
+    /// route, or for Gemini `/v1beta/models/{model}:generateContent` (streaming:
+    /// `:streamGenerateContent?alt=sse`).
+    pub fn request_path(self, model: &str, stream: bool) -> String {
+        match (self, stream) {
+            (Dialect::Gemini, false) => format!("{}{model}:generateContent", self.route()),
+            (Dialect::Gemini, true) => {
+                format!("{}{model}:streamGenerateContent?alt=sse", self.route())
+            }
+            _ => self.route().to_owned(),
         }
     }
 
@@ -38,7 +129,14 @@ impl Dialect {
             Dialect::Chat => "chat",
             Dialect::Messages => "messages",
             Dialect::Responses => "responses",
+            Dialect::Gemini => "gemini",
         }
+    }
+
+    /// Whether the model of a request of this dialect is in its path rather than its body
+    /// (Gemini).
+    pub fn model_in_path(self) -> bool {
+        self == Dialect::Gemini
     }
 
     /// Whether a client of this dialect speaks Anthropic's protocol (`x-api-key`,
@@ -52,6 +150,7 @@ impl Dialect {
         match self {
             Dialect::Chat | Dialect::Responses => Provider::OpenAi,
             Dialect::Messages => Provider::Anthropic,
+            Dialect::Gemini => Provider::Gemini,
         }
     }
 }
@@ -75,6 +174,8 @@ pub enum Provider {
     /// An OpenAI-compatible server: chat completions only.
     #[serde(rename = "openai-compatible")]
     OpenAiCompatible,
+    /// Google's Gemini API (API key): generateContent and streamGenerateContent.
+    Gemini,
 }
 
 impl Provider {
@@ -83,15 +184,17 @@ impl Provider {
             Provider::OpenAi => "openai",
             Provider::Anthropic => "anthropic",
             Provider::OpenAiCompatible => "openai-compatible",
+            Provider::Gemini => "gemini",
         }
     }
 
     /// Whether this provider serves `dialect` as is (the gateway's passthrough path).
     pub fn speaks(self, dialect: Dialect) -> bool {
         match self {
-            Provider::OpenAi => dialect != Dialect::Messages,
+            Provider::OpenAi => matches!(dialect, Dialect::Chat | Dialect::Responses),
             Provider::Anthropic => dialect == Dialect::Messages,
             Provider::OpenAiCompatible => dialect == Dialect::Chat,
+            Provider::Gemini => dialect == Dialect::Gemini,
         }
     }
 }
@@ -99,5 +202,66 @@ impl Provider {
 impl fmt::Display for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gemini_paths_name_version_model_and_method() {
+        let call = GeminiCall::parse("/v1beta/models/gemini-2.5-flash:streamGenerateContent");
+        assert_eq!(
+            call,
+            Some(GeminiCall {
+                version: "v1beta",
+                model: "gemini-2.5-flash",
+                method: GeminiMethod::StreamGenerateContent,
+            })
+        );
+        let call = GeminiCall::parse("/v1/models/m:countTokens").unwrap();
+        assert_eq!(
+            (call.version, call.method),
+            ("v1", GeminiMethod::CountTokens)
+        );
+        for path in [
+            "/v2/models/m:generateContent",
+            "/v1beta/models/:generateContent",
+            "/v1beta/models/m",
+            "/v1beta/models/m:embedContent",
+            "/v1beta/tunedModels/m:generateContent",
+            "/v1beta/models/a/b:generateContent",
+            "/v1/chat/completions",
+        ] {
+            assert_eq!(GeminiCall::parse(path), None, "{path}");
+        }
+        assert_eq!(
+            Dialect::from_path("/v1/models/m:generateContent"),
+            Some(Dialect::Gemini)
+        );
+        assert_eq!(Dialect::from_path("/v1/messages"), Some(Dialect::Messages));
+        assert_eq!(Dialect::from_path("/v1/models"), None);
+    }
+
+    #[test]
+    fn request_paths() {
+        assert_eq!(
+            Dialect::Gemini.request_path("g", false),
+            "/v1beta/models/g:generateContent"
+        );
+        assert_eq!(
+            Dialect::Gemini.request_path("g", true),
+            "/v1beta/models/g:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            Dialect::Chat.request_path("g", true),
+            "/v1/chat/completions"
+        );
+        for d in Dialect::ALL {
+            assert!(d.native_provider().speaks(d), "{d}");
+        }
+        assert!(!Provider::OpenAi.speaks(Dialect::Gemini));
+        assert!(!Provider::Gemini.speaks(Dialect::Chat));
     }
 }

@@ -32,9 +32,12 @@ pub enum DriveError {
 
 #[derive(Debug, Clone)]
 pub struct DriveOptions {
-    /// The gateway's base URL, `http://host:port` (the dialect's route is appended).
+    /// The gateway's base URL, `http://host:port` (the dialect's route is appended; Gemini's
+    /// names the model and the method: `/v1beta/models/{model}:generateContent`, streaming
+    /// `:streamGenerateContent?alt=sse`).
     pub gateway: String,
-    /// The gateway API key; sent as `x-api-key` for messages, `Authorization: Bearer` otherwise.
+    /// The gateway API key; sent as `x-api-key` for messages, `x-goog-api-key` for Gemini,
+    /// `Authorization: Bearer` otherwise.
     pub key: Option<String>,
     /// Longest a single request (head and whole body) may take before it counts as failed.
     pub request_timeout: Duration,
@@ -182,9 +185,12 @@ fn target(shape: &Shape, opts: &DriveOptions) -> Result<Target, DriveError> {
         return Err(bad("no port"));
     }
     let prefix = base.path().trim_end_matches('/');
-    let uri = format!("{prefix}{}", shape.dialect.route())
-        .parse()
-        .map_err(|_| bad("cannot append the route"))?;
+    let uri = format!(
+        "{prefix}{}",
+        shape.dialect.request_path(&shape.model, shape.stream)
+    )
+    .parse()
+    .map_err(|_| bad("cannot append the route"))?;
     Ok(Target {
         authority: authority.as_str().to_owned(),
         uri,
@@ -211,10 +217,12 @@ fn request(t: &Target) -> Request<Full<Bytes>> {
         b = b.header("anthropic-version", "2023-06-01");
     }
     if let Some(key) = &t.key {
-        b = if t.dialect.is_anthropic() {
-            b.header("x-api-key", key)
-        } else {
-            b.header(header::AUTHORIZATION, format!("Bearer {key}"))
+        b = match t.dialect {
+            Dialect::Messages => b.header("x-api-key", key),
+            Dialect::Gemini => b.header("x-goog-api-key", key),
+            Dialect::Chat | Dialect::Responses => {
+                b.header(header::AUTHORIZATION, format!("Bearer {key}"))
+            }
         };
     }
     b.body(Full::new(t.body.clone()))
@@ -300,6 +308,46 @@ async fn one(t: &Target, sender: &mut Option<SendRequest<Full<Bytes>>>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shapes;
+
+    #[test]
+    fn each_dialect_posts_to_its_path_with_its_key_header() {
+        let dir = shapes::repo_dir();
+        let opts = DriveOptions::new("http://127.0.0.1:9/base/", Some("k".into()));
+        for (name, path, key, value) in [
+            (
+                "chat-nonstream-minimal",
+                "/base/v1/chat/completions",
+                "authorization",
+                "Bearer k",
+            ),
+            ("messages-stream-mid", "/base/v1/messages", "x-api-key", "k"),
+            (
+                "gemini-nonstream-minimal",
+                "/base/v1beta/models/gemini-2.5-flash:generateContent",
+                "x-goog-api-key",
+                "k",
+            ),
+            (
+                "gemini-stream-mid",
+                "/base/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+                "x-goog-api-key",
+                "k",
+            ),
+        ] {
+            let shape = shapes::find(&dir, name).unwrap();
+            let t = target(&shape, &opts).unwrap();
+            let req = request(&t);
+            assert_eq!(req.uri().to_string(), path, "{name}");
+            assert_eq!(req.headers()[key], value, "{name}");
+            assert_eq!(
+                req.headers().len(),
+                3 + usize::from(shape.stream) + usize::from(shape.dialect == Dialect::Messages),
+                "{name}: {:?}",
+                req.headers()
+            );
+        }
+    }
 
     #[test]
     fn percentiles_use_nearest_rank() {

@@ -26,7 +26,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the mock upstream (OpenAI chat/responses, Anthropic messages) until SIGTERM.
+    /// Run the mock upstream (OpenAI chat/responses, Anthropic messages, Gemini) until SIGTERM.
     Mock(trainer::mock::cli::MockArgs),
     /// List and validate the shapes.
     Shapes(ShapesArgs),

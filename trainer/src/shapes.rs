@@ -4,6 +4,8 @@
 //! A shape is data, not code: the driver and the training workload read nothing else.
 //! Loading validates everything the later stages rely on (the body parses, its `stream`
 //! flag matches the shape, it names a model), so a bad shape fails before any gateway runs.
+//! A Gemini body names neither (the model and the streaming method are in the request's
+//! path): a `gemini` shape names its model in the shape file.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -75,7 +77,8 @@ impl fmt::Display for Posture {
     }
 }
 
-/// The raw file; every field but `upstream`, `posture` and `holdout` is required.
+/// The raw file; every field but `model`, `upstream`, `posture` and `holdout` is required
+/// (`model`: required of a gemini shape, refused of the others).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ShapeFile {
@@ -85,6 +88,9 @@ struct ShapeFile {
     body: PathBuf,
     requests: u64,
     concurrency: u32,
+    /// Gemini only: the model, which goes in the path.
+    #[serde(default)]
+    model: Option<String>,
     /// Default: the dialect's native provider.
     #[serde(default)]
     upstream: Option<Provider>,
@@ -103,7 +109,8 @@ pub struct Shape {
     /// The body file as written in the shape (relative to the shapes directory).
     pub(crate) body_file: PathBuf,
     pub body: Vec<u8>,
-    /// The client-facing model the body asks for; the training config routes it.
+    /// The client-facing model the body asks for (Gemini: the shape file's `model`, which
+    /// the driver puts in the path); the training config routes it.
     pub model: String,
     pub requests: u64,
     pub concurrency: u32,
@@ -188,8 +195,39 @@ pub fn parse(text: &str, file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
     let body_path = dir.join(&raw.body);
     let body = std::fs::read(&body_path)
         .map_err(|e| field("body", format!("cannot read {}: {e}", body_path.display())))?;
-    let model = check_body(&body, raw.dialect, raw.stream)
+    let body_model = check_body(&body, raw.dialect, raw.stream)
         .map_err(|m| field("body", format!("{}: {m}", body_path.display())))?;
+    let model = match (body_model, raw.model) {
+        (Some(model), None) => model,
+        (None, Some(model)) => {
+            let path_safe = |b: u8| b.is_ascii_alphanumeric() || b"-._".contains(&b);
+            if model.is_empty() || !model.bytes().all(path_safe) {
+                return Err(field(
+                    "model",
+                    format!("{model:?} must be non-empty and only A-Z, a-z, 0-9, '-', '.' and '_' (it goes in the path)"),
+                ));
+            }
+            model
+        }
+        (None, None) => {
+            return Err(field(
+                "model",
+                format!(
+                    "a {} shape names its model here (the body has none: it goes in the path)",
+                    raw.dialect
+                ),
+            ))
+        }
+        (Some(_), Some(_)) => {
+            return Err(field(
+                "model",
+                format!(
+                    "only a gemini shape names its model here; a {} body names it",
+                    raw.dialect
+                ),
+            ))
+        }
+    };
 
     Ok(Shape {
         name: raw.name,
@@ -215,11 +253,25 @@ impl Shape {
     }
 }
 
-/// Checks a body against the shape that sends it; returns the model it asks for.
-fn check_body(body: &[u8], dialect: Dialect, stream: bool) -> Result<String, String> {
+/// Checks a body against the shape that sends it; returns the model it asks for (none for
+/// Gemini, whose body has neither a model nor a stream flag).
+fn check_body(body: &[u8], dialect: Dialect, stream: bool) -> Result<Option<String>, String> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("not valid JSON: {e}"))?;
     let obj = v.as_object().ok_or("not a JSON object")?;
+    if dialect == Dialect::Gemini {
+        for key in ["model", "stream"] {
+            if obj.contains_key(key) {
+                return Err(format!(
+                    "a gemini body has no \"{key}\" (the model and the streaming method are in the path)"
+                ));
+            }
+        }
+        if !obj.get("contents").is_some_and(|c| c.is_array()) {
+            return Err("a gemini body needs a \"contents\" array".into());
+        }
+        return Ok(None);
+    }
     let model = obj
         .get("model")
         .and_then(|m| m.as_str())
@@ -235,6 +287,7 @@ fn check_body(body: &[u8], dialect: Dialect, stream: bool) -> Result<String, Str
     let needs = match dialect {
         Dialect::Chat | Dialect::Messages => "messages",
         Dialect::Responses => "input",
+        Dialect::Gemini => "contents",
     };
     if !obj.contains_key(needs) {
         return Err(format!("a {dialect} body needs \"{needs}\""));
@@ -255,7 +308,7 @@ fn check_body(body: &[u8], dialect: Dialect, stream: bool) -> Result<String, Str
             "a streaming chat body needs \"stream_options\": {\"include_usage\": true}".into(),
         );
     }
-    Ok(model)
+    Ok(Some(model))
 }
 
 /// toml's message, plus the offending line: a type error names the value, not the key.
@@ -442,10 +495,11 @@ concurrency = 2
     #[test]
     fn type_errors_and_unknown_keys_name_the_key() {
         for (i, (key, text)) in [
-            ("dialect", GOOD.replace("\"chat\"", "\"gemini\"")),
+            ("dialect", GOOD.replace("\"chat\"", "\"bedrock\"")),
             ("posture", format!("{GOOD}posture = \"fast\"\n")),
             ("holdout", format!("{GOOD}holdout = \"yes\"\n")),
-            ("upstream", format!("{GOOD}upstream = \"gemini\"\n")),
+            ("upstream", format!("{GOOD}upstream = \"vertex\"\n")),
+            ("model", format!("{GOOD}model = 7\n")),
             ("rqeuests", format!("{GOOD}rqeuests = 3\n")),
             ("concurrency", GOOD.replace("concurrency = 2\n", "")),
         ]
@@ -456,6 +510,70 @@ concurrency = 2
             let msg = e.to_string();
             assert!(matches!(e, ShapeError::Parse { .. }), "{msg}");
             assert!(msg.contains(key) && msg.contains("s.toml"), "{msg}");
+        }
+    }
+
+    const GEMINI: &str = r#"
+name = "s"
+dialect = "gemini"
+model = "gemini-2.5-flash"
+stream = true
+body = "bodies/gemini.json"
+requests = 10
+concurrency = 2
+"#;
+
+    fn gemini_dir(tag: &str, body: &str) -> Dir {
+        let d = Dir::new(tag);
+        std::fs::write(d.0.join("bodies/gemini.json"), body).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_gemini_shape_names_its_model_and_the_body_none() {
+        let body = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#;
+        let d = gemini_dir("gemini", body);
+        let s = parse(GEMINI, &d.0.join("s.toml"), &d.0).unwrap();
+        assert_eq!(s.model, "gemini-2.5-flash");
+        assert_eq!(s.upstream, Provider::Gemini);
+        assert!(!s.is_translated());
+        assert!(s.stream);
+        let s = parse(
+            &format!("{GEMINI}upstream = \"anthropic\"\n"),
+            &d.0.join("s.toml"),
+            &d.0,
+        )
+        .unwrap();
+        assert!(s.is_translated());
+
+        let field = |tag: &str, body: &str, text: &str| {
+            let d = gemini_dir(tag, body);
+            match parse(text, &d.0.join("s.toml"), &d.0) {
+                Err(ShapeError::Field { field, message, .. }) => (field, message),
+                other => panic!("expected a field error, got {other:?}"),
+            }
+        };
+        let no_model = GEMINI.replace("model = \"gemini-2.5-flash\"\n", "");
+        assert_eq!(field("g1", body, &no_model).0, "model");
+        let bad_model = GEMINI.replace("gemini-2.5-flash", "a/b");
+        assert_eq!(field("g2", body, &bad_model).0, "model");
+        for (i, bad) in [
+            r#"{"model":"m","contents":[]}"#,
+            r#"{"stream":true,"contents":[]}"#,
+            r#"{"messages":[]}"#,
+            r#"{"contents":{}}"#,
+        ]
+        .iter()
+        .enumerate()
+        {
+            let (f, message) = field(&format!("g3{i}"), bad, GEMINI);
+            assert_eq!(f, "body", "{bad}: {message}");
+        }
+        // Only a gemini shape names its model in the shape file.
+        let d = Dir::new("chatmodel");
+        match parse(&format!("{GOOD}model = \"m\"\n"), &d.0.join("s.toml"), &d.0) {
+            Err(ShapeError::Field { field, .. }) => assert_eq!(field, "model"),
+            other => panic!("expected a field error, got {other:?}"),
         }
     }
 
@@ -489,7 +607,7 @@ concurrency = 2
         assert_eq!(holdouts.len(), 1, "exactly one holdout shape");
         let training = training(&shapes);
         assert!(training.len() >= 6, "about 8 training shapes");
-        for d in [Dialect::Chat, Dialect::Messages, Dialect::Responses] {
+        for d in Dialect::ALL {
             for stream in [false, true] {
                 assert!(
                     training
@@ -502,10 +620,17 @@ concurrency = 2
         assert!(training.iter().any(|s| s.posture == Posture::RateLimited));
         // The translated paths are hot in production: messages on an OpenAI upstream
         // (streaming and not) and chat on an Anthropic upstream (streaming) train.
+        // So are Gemini's: Gemini CLI on other providers' models, and each other dialect on a
+        // Gemini model.
         for (d, upstream, stream) in [
             (Dialect::Messages, Provider::OpenAi, false),
             (Dialect::Messages, Provider::OpenAi, true),
             (Dialect::Chat, Provider::Anthropic, true),
+            (Dialect::Gemini, Provider::OpenAi, false),
+            (Dialect::Gemini, Provider::Anthropic, true),
+            (Dialect::Chat, Provider::Gemini, false),
+            (Dialect::Messages, Provider::Gemini, true),
+            (Dialect::Responses, Provider::Gemini, true),
         ] {
             assert!(
                 training

@@ -19,3 +19,4 @@ mod translate_agents;
 mod translate_basic;
 mod translate_failover;
 mod translate_gemini;
+mod translate_matrix;

@@ -16,7 +16,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::Value;
 
-pub use trainer::mock::{expected_text, expected_usage, MockConfig, MockUpstream};
+pub use trainer::mock::{
+    expected_text, expected_usage, MockConfig, MockUpstream, TOOL_RESULT_PREFIX,
+};
 
 pub const CHAT: &str = "/v1/chat/completions";
 pub const MESSAGES: &str = "/v1/messages";

@@ -187,7 +187,7 @@ async fn forward(upstream: &str, req: Request<Incoming>) -> Result<Response<Full
     let mut sender = trainer::http1::connect(authority.as_str()).await?;
     let mut up = Request::builder()
         .method(parts.method)
-        .uri(parts.uri.path())
+        .uri(parts.uri.path_and_query().map_or("/", |p| p.as_str()))
         .header(http::header::HOST, &authority);
     for (k, v) in &parts.headers {
         if k != http::header::HOST {

@@ -4,14 +4,19 @@
 //!
 //! - The last turn holds tool results (chat: trailing `role: tool` messages; messages:
 //!   `tool_result` blocks in the last user turn; responses: trailing `function_call_output`
-//!   or `custom_tool_call_output` items): the answer is text quoting them in full, so a test
-//!   sees the results made the trip.
+//!   or `custom_tool_call_output` items; Gemini: `functionResponse` parts in the last user
+//!   content, each `response` object as the JSON text the client wrote): the answer is text
+//!   quoting them in full, so a test sees the results made the trip.
 //! - Otherwise a directive in the text of the last user turn (see [`Directive`]) picks the
 //!   answer: plain text, or a call of a named tool with given arguments. Real agent clients
 //!   offer a dozen tools, the first of which (Claude Code's `Agent`) would loop forever.
 //! - Otherwise: a call of the first tool, with every `required` property of its schema set
-//!   to the string `"mock <property>"`.
+//!   to the string `"mock <property>"` (Gemini: the first of `tools[].functionDeclarations`,
+//!   its schema in `parameters` or `parametersJsonSchema`; with no function declared, e.g.
+//!   only `googleSearch`, the ordinary text).
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::dialect::Dialect;
@@ -104,6 +109,7 @@ pub(crate) fn next_turn(dialect: Dialect, body: &[u8]) -> Result<Turn, String> {
         Dialect::Chat => chat_results(&v),
         Dialect::Messages => messages_results(&v),
         Dialect::Responses => responses_results(&v),
+        Dialect::Gemini => gemini_results(body)?,
     };
     if !results.is_empty() {
         return Ok(Turn::AnswerResults(results));
@@ -111,6 +117,7 @@ pub(crate) fn next_turn(dialect: Dialect, body: &[u8]) -> Result<Turn, String> {
     let user_text = match dialect {
         Dialect::Chat | Dialect::Messages => chat_or_messages_user_text(&v),
         Dialect::Responses => responses_user_text(&v),
+        Dialect::Gemini => gemini_user_text(&v),
     };
     match directive(&user_text) {
         Some(Directive::Text) => return Ok(Turn::Text),
@@ -130,18 +137,40 @@ pub(crate) fn next_turn(dialect: Dialect, body: &[u8]) -> Result<Turn, String> {
 }
 
 /// The names of the tools a request offers that the mock can call: chat and responses
-/// function tools, every named Anthropic tool.
-fn offered(dialect: Dialect, v: &Value) -> impl Iterator<Item = &str> {
+/// function tools, every named Anthropic tool, every Gemini function declaration.
+fn offered(dialect: Dialect, v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
+    if dialect == Dialect::Gemini {
+        return Box::new(gemini_declarations(v).filter_map(|f| f["name"].as_str()));
+    }
+    Box::new(
+        v["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(move |tool| match dialect {
+                Dialect::Chat => tool["function"]["name"].as_str(),
+                Dialect::Messages => tool["name"].as_str(),
+                Dialect::Responses => (tool["type"] == "function")
+                    .then(|| tool["name"].as_str())
+                    .flatten(),
+                Dialect::Gemini => None,
+            }),
+    )
+}
+
+/// Gemini's function declarations, over every tool (`functionDeclarations`, or the proto's
+/// `function_declarations`).
+fn gemini_declarations(v: &Value) -> impl Iterator<Item = &Value> {
     v["tools"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(move |tool| match dialect {
-            Dialect::Chat => tool["function"]["name"].as_str(),
-            Dialect::Messages => tool["name"].as_str(),
-            Dialect::Responses => (tool["type"] == "function")
-                .then(|| tool["name"].as_str())
-                .flatten(),
+        .flat_map(|tool| {
+            tool.get("functionDeclarations")
+                .or_else(|| tool.get("function_declarations"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
         })
 }
 
@@ -150,17 +179,31 @@ fn first_tool_call(dialect: Dialect, v: &Value) -> Result<Turn, String> {
         .get(0)
         .ok_or("tools: expected a non-empty array")?;
     // Chat nests the function; responses and messages keep name and schema at the top.
-    let (function, schema_key) = match dialect {
-        Dialect::Chat => (&tool["function"], "parameters"),
-        Dialect::Responses => (tool, "parameters"),
-        Dialect::Messages => (tool, "input_schema"),
+    let (function, schema) = match dialect {
+        Dialect::Chat => (&tool["function"], &tool["function"]["parameters"]),
+        Dialect::Responses => (tool, &tool["parameters"]),
+        Dialect::Messages => (tool, &tool["input_schema"]),
+        Dialect::Gemini => {
+            let Some(function) = gemini_declarations(v).next() else {
+                return Ok(Turn::Text);
+            };
+            let schema = [
+                "parameters",
+                "parametersJsonSchema",
+                "parameters_json_schema",
+            ]
+            .into_iter()
+            .find_map(|key| function.get(key))
+            .unwrap_or(&Value::Null);
+            (function, schema)
+        }
     };
     let name = function["name"]
         .as_str()
         .ok_or("tools[0]: no function name")?
         .to_owned();
     let mut arguments = Map::new();
-    for property in function[schema_key]["required"]
+    for property in schema["required"]
         .as_array()
         .into_iter()
         .flatten()
@@ -228,6 +271,77 @@ fn responses_results(v: &Value) -> Vec<String> {
         .iter()
         .map(|i| content_text(&i["output"]))
         .collect()
+}
+
+/// Whether a Gemini content is the user's: `role: user`, no role (the API's default), or
+/// the older API's `role: function` for function responses.
+fn gemini_is_user(role: Option<&str>) -> bool {
+    matches!(role, None | Some("user") | Some("function"))
+}
+
+/// The `response` of each `functionResponse` part of the last content, when that is the
+/// user's, as the JSON text the client wrote.
+fn gemini_results(body: &[u8]) -> Result<Vec<String>, String> {
+    #[derive(Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow, default)]
+        contents: Vec<Content<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Content<'a> {
+        #[serde(default)]
+        role: Option<String>,
+        #[serde(borrow, default)]
+        parts: Vec<Part<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Part<'a> {
+        #[serde(
+            borrow,
+            default,
+            rename = "functionResponse",
+            alias = "function_response"
+        )]
+        function_response: Option<FunctionResponse<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct FunctionResponse<'a> {
+        #[serde(borrow, default)]
+        response: Option<&'a RawValue>,
+    }
+    let request: Request<'_> =
+        serde_json::from_slice(body).map_err(|e| format!("contents: {e}"))?;
+    let Some(last) = request.contents.last() else {
+        return Ok(Vec::new());
+    };
+    if !gemini_is_user(last.role.as_deref()) {
+        return Ok(Vec::new());
+    }
+    Ok(last
+        .parts
+        .iter()
+        .filter_map(|p| p.function_response.as_ref())
+        .map(|r| r.response.map_or("null", RawValue::get).to_owned())
+        .collect())
+}
+
+/// The text parts of the last user content, joined by newlines.
+fn gemini_user_text(v: &Value) -> String {
+    let Some(content) = v["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rfind(|c| gemini_is_user(c["role"].as_str()))
+    else {
+        return String::new();
+    };
+    content["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The text of the last message with `role: user` among `messages`: its string content or
@@ -395,6 +509,10 @@ mod tests {
         {"name":"Read","input_schema":{}}]"#;
     const RESPONSES_TOOLS: &str = r#""tools":[{"type":"function","name":"Agent","parameters":{"required":["prompt"]}},
         {"type":"function","name":"Read","parameters":{}},{"type":"custom","name":"apply_patch"},{"type":"web_search"}]"#;
+    /// Gemini CLI's shapes: a search tool without declarations, upper-case schema types.
+    const GEMINI_TOOLS: &str = r#""tools":[{"googleSearch":{}},{"functionDeclarations":[
+        {"name":"Agent","parameters":{"type":"OBJECT","properties":{"prompt":{"type":"STRING"}},"required":["prompt"]}}]},
+        {"functionDeclarations":[{"name":"Read","parametersJsonSchema":{"type":"object"}}]}]"#;
 
     fn turn(dialect: Dialect, body: String) -> Turn {
         next_turn(dialect, body.as_bytes()).unwrap()
@@ -447,6 +565,19 @@ mod tests {
                 {{"type":"message","role":"user","content":[{{"type":"input_text","text":"<environment_context>"}},{{"type":"input_text","text":{t}}}]}}],
                 {RESPONSES_TOOLS}}}"#
                 ),
+            ),
+            (
+                Dialect::Gemini,
+                format!(
+                    r#"{{"contents":[{{"role":"user","parts":[{{"text":{early}}}]}},{{"role":"model","parts":[{{"text":"ok"}}]}},
+                {{"role":"user","parts":[{{"text":"<context>"}},{{"inlineData":{{"mimeType":"image/png","data":"AA=="}}}},{{"text":{t}}}]}}],
+                "systemInstruction":{{"parts":[{{"text":"[mock: text]"}}]}},{GEMINI_TOOLS}}}"#
+                ),
+            ),
+            // No role: the user's, as the API defaults it.
+            (
+                Dialect::Gemini,
+                format!(r#"{{"contents":[{{"parts":[{{"text":{t}}}]}}],{GEMINI_TOOLS}}}"#),
             ),
         ]
     }
@@ -526,6 +657,47 @@ mod tests {
         assert_eq!(
             turn(Dialect::Responses, responses),
             Turn::AnswerResults(vec!["patch rejected".into(), "marker 42".into()])
+        );
+    }
+
+    #[test]
+    fn gemini_calls_the_first_declared_function_and_quotes_function_responses() {
+        let first = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[
+            {"functionDeclarations":[{"name":"read_file","parametersJsonSchema":{"type":"object",
+            "properties":{"absolute_path":{"type":"string"}},"required":["absolute_path"]}}]}]}"#;
+        assert_eq!(
+            next_turn(Dialect::Gemini, first.as_bytes()).unwrap(),
+            call("read_file", r#"{"absolute_path":"mock absolute_path"}"#)
+        );
+        // Only a search tool: nothing to call, the ordinary text.
+        let search = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"googleSearch":{}}]}"#;
+        assert_eq!(
+            next_turn(Dialect::Gemini, search.as_bytes()).unwrap(),
+            Turn::Text
+        );
+        // Each response as the client wrote it (key order, spacing), in order; a text part
+        // beside them does not count as a directive.
+        let results = format!(
+            r#"{{"contents":[{{"role":"user","parts":[{{"text":"[mock: call Read {{}}]"}}]}},
+            {{"role":"model","parts":[{{"functionCall":{{"name":"Read","args":{{}}}},"thoughtSignature":"c2ln"}}]}},
+            {{"role":"user","parts":[{{"functionResponse":{{"id":"a","name":"Read","response":{{"output": "marker 42", "a": 1}}}}}},
+                {{"functionResponse":{{"name":"Read","response":{{"error":"denied"}}}}}},{{"text":"[mock: text]"}}]}}],{GEMINI_TOOLS}}}"#
+        );
+        assert_eq!(
+            turn(Dialect::Gemini, results),
+            Turn::AnswerResults(vec![
+                r#"{"output": "marker 42", "a": 1}"#.into(),
+                r#"{"error":"denied"}"#.into()
+            ])
+        );
+        // A function response before the model's last turn is history, not this turn's.
+        let history = format!(
+            r#"{{"contents":[{{"role":"user","parts":[{{"functionResponse":{{"name":"Read","response":{{}}}}}}]}},
+            {{"role":"model","parts":[{{"text":"done"}}]}}],{GEMINI_TOOLS}}}"#
+        );
+        assert_eq!(
+            turn(Dialect::Gemini, history),
+            call("Agent", r#"{"prompt":"mock prompt"}"#)
         );
     }
 

@@ -1,5 +1,8 @@
 //! The mock's side of each dialect: its response headers (request id, rate limits) and its
 //! error envelope. Which dialect a path speaks is `crate::dialect`.
+//!
+//! Google's Gemini API sends neither a request id header (the body's `responseId` is the id)
+//! nor rate-limit headers; its JSON is `application/json; charset=UTF-8`.
 
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -11,11 +14,20 @@ use crate::dialect::Dialect;
 // side of a route needs, kept beside the mock.
 impl Dialect {
     /// The header carrying the upstream request id: `request-id` for Anthropic,
-    /// `x-request-id` for OpenAI.
-    pub(crate) fn request_id_header(self) -> HeaderName {
+    /// `x-request-id` for OpenAI, none for Gemini.
+    pub(crate) fn request_id_header(self) -> Option<HeaderName> {
         match self {
-            Dialect::Messages => HeaderName::from_static("request-id"),
-            Dialect::Chat | Dialect::Responses => HeaderName::from_static("x-request-id"),
+            Dialect::Messages => Some(HeaderName::from_static("request-id")),
+            Dialect::Chat | Dialect::Responses => Some(HeaderName::from_static("x-request-id")),
+            Dialect::Gemini => None,
+        }
+    }
+
+    /// The `Content-Type` of this dialect's JSON bodies.
+    pub(crate) fn json_content_type(self) -> HeaderValue {
+        match self {
+            Dialect::Gemini => HeaderValue::from_static("application/json; charset=UTF-8"),
+            _ => HeaderValue::from_static("application/json"),
         }
     }
 
@@ -23,12 +35,14 @@ impl Dialect {
     pub(crate) fn add_upstream_headers(self, headers: &mut HeaderMap, request_number: u64) {
         let id = match self {
             Dialect::Messages => format!("req_mock{request_number:016x}"),
-            Dialect::Chat | Dialect::Responses => format!("req_mock{request_number:032x}"),
+            _ => format!("req_mock{request_number:032x}"),
         };
-        headers.insert(
-            self.request_id_header(),
-            HeaderValue::from_str(&id).expect("hex id is a valid header value"),
-        );
+        if let Some(name) = self.request_id_header() {
+            headers.insert(
+                name,
+                HeaderValue::from_str(&id).expect("hex id is a valid header value"),
+            );
+        }
         let static_headers: &[(&str, &str)] = match self {
             Dialect::Messages => &[
                 ("anthropic-ratelimit-requests-limit", "4000"),
@@ -46,6 +60,11 @@ impl Dialect {
                 ("x-ratelimit-limit-tokens", "2000000"),
                 ("x-ratelimit-remaining-tokens", "1999000"),
                 ("x-ratelimit-reset-tokens", "30ms"),
+            ],
+            Dialect::Gemini => &[
+                ("server-timing", "gfet4t7; dur=1"),
+                ("vary", "Origin, X-Origin, Referer"),
+                ("x-content-type-options", "nosniff"),
             ],
         };
         for (name, value) in static_headers {
@@ -70,6 +89,7 @@ impl Dialect {
                     r#"{{"error":{{"message":{message},"type":"{kind}","param":null,"code":{code}}}}}"#
                 )
             }
+            Dialect::Gemini => super::gemini::error_body(status, &message),
         };
         Bytes::from(body)
     }

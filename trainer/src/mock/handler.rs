@@ -13,14 +13,14 @@ use hyper::body::Incoming;
 use super::body::MockBody;
 use super::cache::{self, AnswerCache, Rendered};
 use super::conversation::{self, Turn, TOOL_RESULT_PREFIX};
+use super::gemini;
 use super::json::json_str;
 use super::probe::probe;
 use super::render::{self, Shape};
 use super::tool_call::{self, ToolCall};
 use super::{MockConfig, RecordedRequest, ERROR_MODEL_PREFIX};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, GeminiCall, GeminiMethod};
 
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 
 /// State shared by every connection of one server.
@@ -59,8 +59,9 @@ impl Shared {
     pub(crate) async fn handle(&self, req: Request<Incoming>) -> Response<MockBody> {
         let number = self.count.fetch_add(1, Ordering::Relaxed) + 1;
         let (parts, body) = req.into_parts();
+        let path = parts.uri.path();
         let dialect = match parts.method {
-            Method::POST => Dialect::from_path(parts.uri.path()),
+            Method::POST => Dialect::from_path(path),
             _ => None,
         };
         // A body that fails mid-read is answered like malformed JSON.
@@ -71,7 +72,8 @@ impl Shared {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(RecordedRequest {
                     method: parts.method.clone(),
-                    path: parts.uri.path().to_owned(),
+                    path: path.to_owned(),
+                    query: parts.uri.query().map(str::to_owned),
                     headers: parts.headers.clone(),
                     body: body.as_ref().cloned().unwrap_or_default(),
                 });
@@ -86,14 +88,21 @@ impl Shared {
             tokio::time::sleep(self.config.first_byte_delay).await;
         }
         let Some(dialect) = dialect else {
-            return not_found(parts.method.as_str(), parts.uri.path());
+            return not_found(parts.method.as_str(), path);
         };
-        let mut response = self.answer(dialect, body);
+        let gemini = GeminiCall::parse(path).map(|call| (call, alt_sse(parts.uri.query())));
+        let mut response = self.answer(dialect, gemini, body);
         dialect.add_upstream_headers(response.headers_mut(), number);
         response
     }
 
-    fn answer(&self, dialect: Dialect, body: Result<Bytes, hyper::Error>) -> Response<MockBody> {
+    /// `gemini`: the call a Gemini path names, and whether the query asks for `alt=sse`.
+    fn answer(
+        &self,
+        dialect: Dialect,
+        gemini: Option<(GeminiCall<'_>, bool)>,
+        body: Result<Bytes, hyper::Error>,
+    ) -> Response<MockBody> {
         if let Some(status) = self.config.fail_status {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let message = format!("mock upstream failure ({})", status.as_u16());
@@ -109,6 +118,9 @@ impl Shared {
                 )
             }
         };
+        if let Some((call, alt_sse)) = gemini {
+            return self.answer_gemini(call, alt_sse, &body);
+        }
         let request = match probe(&body) {
             Ok(request) => request,
             Err(e) => return error(dialect, StatusCode::BAD_REQUEST, &e.to_string()),
@@ -125,16 +137,68 @@ impl Shared {
             dialect,
             stream: request.stream,
             include_usage: dialect == Dialect::Chat && request.stream && request.include_usage,
+            json_array: false,
         };
-        let rendered = if request.has_tools {
-            match conversation::next_turn(dialect, &body) {
-                Ok(turn) => self.render_turn(shape, &request.model, &turn),
-                Err(e) => return error(dialect, StatusCode::BAD_REQUEST, &e),
+        self.answer_shape(shape, &request.model, request.has_tools, &body)
+    }
+
+    /// A Gemini call: the model is the path's, the body is checked as Google checks it.
+    fn answer_gemini(
+        &self,
+        call: GeminiCall<'_>,
+        alt_sse: bool,
+        body: &Bytes,
+    ) -> Response<MockBody> {
+        let dialect = Dialect::Gemini;
+        let checked = match call.method {
+            GeminiMethod::CountTokens => gemini::check_count_tokens(body).map(|()| false),
+            _ => gemini::check_request(body),
+        };
+        let has_tools = match checked {
+            Ok(has_tools) => has_tools,
+            Err(e) => return error(dialect, StatusCode::BAD_REQUEST, &e),
+        };
+        if let Some(status) = requested_error(call.model) {
+            let message = format!(
+                "mock upstream error {} (model {})",
+                status.as_u16(),
+                call.model
+            );
+            return error(dialect, status, &message);
+        }
+        let stream = match call.method {
+            GeminiMethod::CountTokens => {
+                return json_response(dialect, StatusCode::OK, gemini::count_tokens_body())
+            }
+            GeminiMethod::GenerateContent => false,
+            GeminiMethod::StreamGenerateContent => true,
+        };
+        let shape = Shape {
+            dialect,
+            stream,
+            include_usage: false,
+            json_array: stream && !alt_sse,
+        };
+        self.answer_shape(shape, call.model, has_tools, body)
+    }
+
+    /// The answer to a well-formed request: cached, unless it offers tools.
+    fn answer_shape(
+        &self,
+        shape: Shape,
+        model: &str,
+        has_tools: bool,
+        body: &[u8],
+    ) -> Response<MockBody> {
+        let rendered = if has_tools {
+            match conversation::next_turn(shape.dialect, body) {
+                Ok(turn) => self.render_turn(shape, model, &turn),
+                Err(e) => return error(shape.dialect, StatusCode::BAD_REQUEST, &e),
             }
         } else {
-            self.cache.get(shape, &request.model)
+            self.cache.get(shape, model)
         };
-        self.respond(rendered)
+        self.respond(shape, rendered)
     }
 
     /// A turn of a conversation with tools: rendered per request, never cached.
@@ -173,9 +237,9 @@ impl Shared {
         }
     }
 
-    fn respond(&self, rendered: Rendered) -> Response<MockBody> {
+    fn respond(&self, shape: Shape, rendered: Rendered) -> Response<MockBody> {
         match rendered {
-            Rendered::Full(bytes) => json_response(StatusCode::OK, bytes),
+            Rendered::Full(bytes) => json_response(shape.dialect, StatusCode::OK, bytes),
             Rendered::Stream(segments) => {
                 let body = MockBody::stream(
                     segments,
@@ -185,8 +249,12 @@ impl Shared {
                 );
                 let mut response = Response::new(body);
                 let headers = response.headers_mut();
-                headers.insert(CONTENT_TYPE, EVENT_STREAM);
-                headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                if shape.json_array {
+                    headers.insert(CONTENT_TYPE, shape.dialect.json_content_type());
+                } else {
+                    headers.insert(CONTENT_TYPE, EVENT_STREAM);
+                    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                }
                 response
             }
         }
@@ -202,6 +270,11 @@ fn write_atomically(dir: &Path, number: u64, body: &[u8]) -> std::io::Result<()>
     std::fs::rename(&tmp, dir.join(name))
 }
 
+/// Whether a query asks for `alt=sse` (Gemini's SSE streams).
+fn alt_sse(query: Option<&str>) -> bool {
+    query.is_some_and(|q| q.split('&').any(|pair| pair == "alt=sse"))
+}
+
 /// The status a `mock-error-<status>` model asks for (400..=599; anything else is a model).
 fn requested_error(model: &str) -> Option<StatusCode> {
     let status: u16 = model.strip_prefix(ERROR_MODEL_PREFIX)?.parse().ok()?;
@@ -211,15 +284,18 @@ fn requested_error(model: &str) -> Option<StatusCode> {
         .flatten()
 }
 
-fn json_response(status: StatusCode, bytes: Bytes) -> Response<MockBody> {
+fn json_response(dialect: Dialect, status: StatusCode, bytes: Bytes) -> Response<MockBody> {
     let mut response = Response::new(MockBody::full(bytes));
     *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, JSON);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, dialect.json_content_type());
     response
 }
 
 fn error(dialect: Dialect, status: StatusCode, message: &str) -> Response<MockBody> {
-    let mut response = json_response(status, dialect.error_body(status.as_u16(), message));
+    let body = dialect.error_body(status.as_u16(), message);
+    let mut response = json_response(dialect, status, body);
     if status == StatusCode::TOO_MANY_REQUESTS {
         response
             .headers_mut()
@@ -233,5 +309,5 @@ fn not_found(method: &str, path: &str) -> Response<MockBody> {
     let body = format!(
         r#"{{"error":{{"message":{message},"type":"invalid_request_error","param":null,"code":"unknown_url"}}}}"#
     );
-    json_response(StatusCode::NOT_FOUND, Bytes::from(body))
+    json_response(Dialect::Chat, StatusCode::NOT_FOUND, Bytes::from(body))
 }

@@ -1,9 +1,27 @@
-//! The mock upstream: one in-process test double that speaks the three dialects of
-//! PROTOCOLS.md (OpenAI chat completions, Anthropic messages, OpenAI responses).
+//! The mock upstream: one in-process test double that speaks the four dialects of
+//! PROTOCOLS.md (OpenAI chat completions, Anthropic messages, OpenAI responses, Google's
+//! Gemini API).
 //!
 //! Bodies are deterministic: the same request under the same [`MockConfig`] always gets
 //! the same bytes (except the per-request id headers), and rendered bodies are cached per
 //! (route, streaming mode, model) so the mock never becomes the bottleneck of a benchmark.
+//!
+//! # The Gemini API
+//!
+//! `POST /{v1beta|v1}/models/{MODEL}:generateContent` (JSON),
+//! `:streamGenerateContent?alt=sse` (SSE: `data: {chunk}\r\n\r\n`, each chunk a whole
+//! `GenerateContentResponse` with the next text fragment, the last with `finishReason:
+//! "STOP"` and the final `usageMetadata`, the earlier ones the prompt count only; no
+//! `[DONE]`; without `alt=sse` the same chunks as one JSON array, as Google sends them) and
+//! `:countTokens` (`{"totalTokens": INPUT_TOKENS}`). The model is the path's: everything
+//! said here of "the model" means it. The body is checked as Google checks it: a top-level
+//! field Google does not know (`model` excepted, `stream` included) or no `contents` is a
+//! 400 `INVALID_ARGUMENT`. The key (`x-goog-api-key`) is not checked; [`RecordedRequest`]
+//! keeps it, and the query. Errors are Google's envelope `{"error":{"code","message",
+//! "status"}}` (`RESOURCE_EXHAUSTED` for 429, with a `RetryInfo` detail; `UNAVAILABLE` for
+//! 503, ...). No request id or rate-limit headers; JSON is `application/json;
+//! charset=UTF-8`. The usage is [`expected_usage`]'s: `promptTokenCount` the input,
+//! `candidatesTokenCount` the output, `totalTokenCount` their sum.
 //!
 //! # Answers on demand
 //!
@@ -11,20 +29,30 @@
 //! upstream model name) chooses the answer without configuring the mock:
 //!
 //! - **Errors:** the model `mock-error-<status>` (status 400..=599, e.g. `mock-error-429`,
-//!   `mock-error-529`) is answered with that status and an error body in the route's
-//!   envelope (`Retry-After: 1` on 429), like [`MockConfig::fail_status`] for one model.
+//!   `mock-error-529`; Gemini: in the path, `/v1beta/models/mock-error-429:generateContent`)
+//!   is answered with that status and an error body in the route's envelope (`Retry-After:
+//!   1` on 429), like [`MockConfig::fail_status`] for one model.
 //! - **Tool calls:** a request with a non-empty `tools` list is answered with a call of its
 //!   first tool (chat `tool_calls` / `finish_reason: "tool_calls"`, Anthropic `tool_use` /
-//!   `stop_reason: "tool_use"`, Responses `function_call`; streamed too), its arguments
-//!   every `required` property of the tool's schema set to `"mock <property>"`. When the
-//!   last turn holds tool results instead (chat `role: tool` messages, Anthropic
-//!   `tool_result` blocks, Responses `function_call_output` and `custom_tool_call_output`
-//!   items), the answer is the text [`TOOL_RESULT_PREFIX`] followed by the results, in
-//!   full, joined with `"; "` (see `conversation`).
+//!   `stop_reason: "tool_use"`, Responses `function_call`, Gemini a `functionCall` part with
+//!   `finishReason: "STOP"`, as Gemini has no tool finish reason; streamed too), its
+//!   arguments every `required` property of the tool's schema set to `"mock <property>"`
+//!   (Gemini: the first of `tools[].functionDeclarations[]`, its schema in `parameters` or
+//!   `parametersJsonSchema`; none declared, e.g. only `googleSearch`: the ordinary text).
+//!   Every Gemini `functionCall` (id [`GEMINI_CALL_ID`]) part carries `"thoughtSignature":
+//!   gemini_thought_signature(name)` ([`gemini_thought_signature`]: a function of the name
+//!   only, the mock keeps no state), so a test can check that the next request sends it
+//!   back byte for byte. When the last turn holds tool results instead (chat `role: tool`
+//!   messages, Anthropic `tool_result` blocks, Responses `function_call_output` and
+//!   `custom_tool_call_output` items, Gemini `functionResponse` parts in the last content
+//!   when it is the user's), the answer is the text [`TOOL_RESULT_PREFIX`] followed by the
+//!   results, in full, joined with `"; "` (a Gemini result: its `response` object as the
+//!   JSON text the client wrote) (see `conversation`).
 //! - **Directives:** with tools offered and no tool results to quote, the text of the last
 //!   user turn (chat: the last `role: user` message, a string or `text` parts; messages: the
 //!   last user turn, a string or `text` blocks; responses: a string `input`, or the last
-//!   user `message` item's `input_text` parts) may choose the answer instead of the first
+//!   user `message` item's `input_text` parts; Gemini: the `text` parts of the last content
+//!   whose role is `user` or absent) may choose the answer instead of the first
 //!   tool; the last well-formed directive counts (clients put their own context before the
 //!   user's prompt), a malformed one is prose. Real agent clients need this: the first
 //!   tool Claude Code offers is `Agent`, which spawns agents.
@@ -32,8 +60,8 @@
 //!   - `[mock: call NAME {JSON}]`: a call of tool NAME with exactly that JSON object (its
 //!     text as written) as arguments; `[mock: call NAME]` calls it with `{}`. NAME must be
 //!     offered (chat `tools[].function.name`, Anthropic `tools[].name`, Responses `name` of
-//!     a `function` tool); else the answer is the text `mock: tool NAME is not offered`,
-//!     so that a test fails visibly.
+//!     a `function` tool, Gemini `tools[].functionDeclarations[].name`); else the answer is
+//!     the text `mock: tool NAME is not offered`, so that a test fails visibly.
 //!
 //!   Without tools a request gets the ordinary text whatever it says (the cached fast path
 //!   never reads the messages).
@@ -42,15 +70,16 @@
 //!   fixtures).
 //! - **Cached tokens:** [`MockConfig::cached_tokens`] (`trainer mock --cached-tokens N`)
 //!   reports N of the input tokens as cache reads: chat
-//!   `prompt_tokens_details.cached_tokens`, responses `input_tokens_details.cached_tokens`
-//!   (both part of the input count) and Anthropic `cache_read_input_tokens` (on top of
-//!   `input_tokens`, as Anthropic counts).
+//!   `prompt_tokens_details.cached_tokens`, responses `input_tokens_details.cached_tokens`,
+//!   Gemini `usageMetadata.cachedContentTokenCount` (all part of the input count) and
+//!   Anthropic `cache_read_input_tokens` (on top of `input_tokens`, as Anthropic counts).
 
 mod body;
 mod cache;
 pub mod cli;
 mod conversation;
 mod dialect;
+mod gemini;
 mod handler;
 mod json;
 mod probe;
@@ -65,6 +94,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use conversation::TOOL_RESULT_PREFIX;
+pub use gemini::{thought_signature as gemini_thought_signature, CALL_ID as GEMINI_CALL_ID};
 pub use text::{expected_text, expected_usage, INPUT_TOKENS};
 
 /// The model-name prefix that asks for an error: `mock-error-<status>`.
@@ -82,8 +112,8 @@ pub struct MockConfig {
     /// Write the SSE stream in pieces of N bytes, each its own body frame. The delta text
     /// holds multi-byte characters, so small N splits UTF-8 sequences.
     pub write_fragment: Option<usize>,
-    /// Answer every request on the three routes with this status and an error body in the
-    /// route's dialect envelope.
+    /// Answer every request on the dialects' routes with this status and an error body in
+    /// the route's dialect envelope.
     pub fail_status: Option<u16>,
     /// Streaming: send N events, then go silent without closing the response.
     pub stall_after_events: Option<usize>,
@@ -127,7 +157,10 @@ impl Default for MockConfig {
 #[derive(Clone, Debug)]
 pub struct RecordedRequest {
     pub method: http::Method,
+    /// The path, without the query.
     pub path: String,
+    /// The query (`alt=sse`), if any.
+    pub query: Option<String>,
     pub headers: http::HeaderMap,
     pub body: bytes::Bytes,
 }

@@ -1,10 +1,12 @@
-//! The exact bodies and SSE event sequences of the three dialects (PROTOCOLS.md).
+//! The exact bodies and SSE event sequences of the dialects (PROTOCOLS.md); Gemini's are
+//! in `gemini`.
 //!
 //! JSON is written by hand so that field order matches the real APIs (`type` first) and
 //! rendering needs no intermediate tree; every string goes through [`json_str`].
 
 use bytes::Bytes;
 
+use super::gemini;
 use super::json::json_str;
 use crate::dialect::Dialect;
 
@@ -21,6 +23,9 @@ pub(crate) struct Shape {
     pub stream: bool,
     /// Chat only: `stream_options.include_usage`.
     pub include_usage: bool,
+    /// Gemini only: `streamGenerateContent` without `alt=sse`, answered with one JSON array
+    /// of the chunks, written in pieces.
+    pub json_array: bool,
 }
 
 /// The token counts an answer reports. Each dialect counts input its own way: OpenAI's
@@ -68,11 +73,13 @@ pub(crate) fn full_body(dialect: Dialect, model: &str, deltas: &[&str], tokens: 
             &format!("[{}]", response_message("completed", &output_text(&text))),
             &responses_usage(tokens),
         ),
+        Dialect::Gemini => gemini::text_body(&model, deltas, tokens),
     };
     Bytes::from(body)
 }
 
-/// Every SSE frame of a streamed text answer, in order, each ending in its blank line.
+/// Every SSE frame of a streamed text answer, in order, each ending in its blank line (a
+/// Gemini JSON array: its pieces).
 pub(crate) fn stream_events(
     shape: Shape,
     model: &str,
@@ -84,6 +91,7 @@ pub(crate) fn stream_events(
         Dialect::Chat => chat_events(&model, deltas, tokens, shape.include_usage),
         Dialect::Messages => messages_events(&model, deltas, tokens),
         Dialect::Responses => responses_events(&model, deltas, tokens),
+        Dialect::Gemini => gemini::text_stream(&model, deltas, tokens, shape.json_array),
     }
 }
 

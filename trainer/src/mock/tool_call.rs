@@ -1,10 +1,12 @@
 //! A tool call answer in each dialect, whole and streamed, as the real APIs send it:
 //! chat `tool_calls` with `finish_reason: "tool_calls"`, an Anthropic `tool_use` block with
-//! `stop_reason: "tool_use"`, a Responses `function_call` output item. A stream sends the
-//! arguments in [`FRAGMENTS`] pieces, one output token each.
+//! `stop_reason: "tool_use"`, a Responses `function_call` output item, a Gemini
+//! `functionCall` part (in `gemini`). A stream sends the arguments in [`FRAGMENTS`] pieces,
+//! one output token each (Gemini: the call whole, in one chunk, the same output tokens).
 
 use bytes::Bytes;
 
+use super::gemini;
 use super::json::json_str;
 use super::render::{
     anthropic_usage, chat_usage, event_frame, message_end, message_start, response_object,
@@ -88,6 +90,7 @@ pub(crate) fn full_body(dialect: Dialect, model: &str, call: &ToolCall, tokens: 
             ),
             &responses_usage(tokens),
         ),
+        Dialect::Gemini => gemini::call_body(&model, call, tokens),
     };
     Bytes::from(body)
 }
@@ -104,6 +107,7 @@ pub(crate) fn stream_events(
         Dialect::Chat => chat_events(&model, call, tokens, shape.include_usage),
         Dialect::Messages => messages_events(&model, call, tokens),
         Dialect::Responses => responses_events(&model, call, tokens),
+        Dialect::Gemini => gemini::call_stream(&model, call, tokens, shape.json_array),
     }
 }
 

@@ -126,6 +126,8 @@ mod tests {
         for (name, provider) in [
             ("messages-stream-mid-via-openai", "openai"),
             ("chat-stream-minimal-via-anthropic", "anthropic"),
+            ("chat-nonstream-minimal-via-gemini", "gemini"),
+            ("gemini-stream-agent-via-anthropic", "anthropic"),
         ] {
             let s = shape(name);
             assert!(s.is_translated(), "{name}");
@@ -135,5 +137,19 @@ mod tests {
             assert_eq!(target["provider"].as_str(), Some(provider), "{name}");
             assert_eq!(v["models"][0]["name"].as_str(), Some(s.model.as_str()));
         }
+    }
+
+    #[test]
+    fn a_gemini_shape_routes_its_path_model_to_the_gemini_provider() {
+        let s = shape("gemini-stream-mid");
+        let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+        let v: Table = toml::from_str(&text).unwrap();
+        let model = &v["models"][0];
+        assert_eq!(model["name"].as_str(), Some("gemini-2.5-pro"));
+        let target = &model["targets"][0];
+        assert_eq!(target["provider"].as_str(), Some("gemini"));
+        // The mock's base URL, no path: the gateway appends /v1beta/models/...
+        assert_eq!(target["base_url"].as_str(), Some("http://127.0.0.1:1"));
+        assert_eq!(target["model"].as_str(), Some("gemini-2.5-pro"));
     }
 }

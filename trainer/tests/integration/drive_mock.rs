@@ -1,4 +1,4 @@
-//! The driver against the mock upstream itself (it speaks the same three dialects): every
+//! The driver against the mock upstream itself (it speaks the same four dialects): every
 //! shape's responses pass the checks, and a failing upstream fails every request.
 
 use trainer::drive::{drive, DriveOptions};
@@ -76,4 +76,32 @@ async fn nothing_listening_fails_every_request() {
     .unwrap();
     assert_eq!(report.failed, 40);
     assert_eq!(report.ok, 0);
+}
+
+/// Gemini answers the shapes' bodies do not provoke pass the checks too: a function call
+/// (JSON and SSE) and the text quoting function responses; Google's error envelope fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_tool_calls_pass_and_google_errors_fail() {
+    let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
+    let call = br#"{"contents":[{"role":"user","parts":[{"text":"Read it."}]}],
+        "tools":[{"functionDeclarations":[{"name":"read_file","parameters":{"type":"OBJECT",
+        "properties":{"absolute_path":{"type":"STRING"}},"required":["absolute_path"]}}]}]}"#;
+    for name in ["gemini-nonstream-minimal", "gemini-stream-mid"] {
+        let mut shape = small(shapes::find(&shapes::repo_dir(), name).unwrap());
+        shape.body = call.to_vec();
+        let report = drive(&shape, &DriveOptions::new(mock.base_url(), None))
+            .await
+            .unwrap();
+        assert!(report.is_success(), "{report}");
+        shape.model = "mock-error-429".into();
+        let report = drive(&shape, &DriveOptions::new(mock.base_url(), None))
+            .await
+            .unwrap();
+        assert_eq!(report.failed, 40, "{report}");
+        assert!(
+            report.to_string().contains("RESOURCE_EXHAUSTED"),
+            "{report}"
+        );
+    }
+    mock.shutdown().await;
 }
