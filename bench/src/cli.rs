@@ -460,10 +460,15 @@ fn run_holdout(a: HoldoutArgs) -> Result<(), Error> {
 fn run_rss(a: RssArgs) -> Result<(), Error> {
     // The example config reads upstream and gateway keys from these variables; their values
     // do not matter for an idle gateway.
-    let env = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_KEY_TEAM_B"]
-        .iter()
-        .map(|k| ((*k).to_owned(), format!("bench-{}", k.to_lowercase())))
-        .collect();
+    let env = [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GATEWAY_KEY_TEAM_B",
+    ]
+    .iter()
+    .map(|k| ((*k).to_owned(), format!("bench-{}", k.to_lowercase())))
+    .collect();
     let opts = RssOptions {
         gateway: a.gateway,
         config: a.config,

@@ -84,10 +84,15 @@ async fn idle_rss_of_the_example_config() {
     let opts = RssOptions {
         gateway: gateway_bin(),
         config: shapes::repo_dir().join("../gateway.example.toml"),
-        env: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_KEY_TEAM_B"]
-            .iter()
-            .map(|k| ((*k).to_owned(), "x".to_owned()))
-            .collect(),
+        env: [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "GATEWAY_KEY_TEAM_B",
+        ]
+        .iter()
+        .map(|k| ((*k).to_owned(), "x".to_owned()))
+        .collect(),
         settle: Duration::from_millis(100),
         work_dir: work("rss"),
     };

@@ -874,6 +874,7 @@ model = "gpt-4o-mini-2024-07-18"
         // The example names env vars for upstream keys; validation requires them set.
         std::env::set_var("OPENAI_API_KEY", "sk-test");
         std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-test");
+        std::env::set_var("GEMINI_API_KEY", "gm-test");
         std::env::set_var("GATEWAY_KEY_TEAM_B", "gw-test");
         parse(text).unwrap();
     }

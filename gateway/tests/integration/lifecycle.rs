@@ -240,6 +240,7 @@ fn check_config_accepts_a_good_file() {
     let env = [
         ("OPENAI_API_KEY", "sk-x"),
         ("ANTHROPIC_API_KEY", "sk-ant-x"),
+        ("GEMINI_API_KEY", "gm-x"),
         ("GATEWAY_KEY_TEAM_B", "gw-b"),
     ];
     let (ok, _, stderr) = check(&example, &env);
