@@ -259,7 +259,7 @@ fn check_config_names_the_bad_key() {
             good.replace("http://127.0.0.1:9", "ftp://x"),
             "models[0].targets[0].base_url",
         ),
-        (good.replace("\"anthropic\"", "\"gemini\""), "gemini"),
+        (good.replace("\"anthropic\"", "\"palm\""), "palm"),
         (
             good.replace(UPSTREAM_KEY_ENV, "GATEWAY_TEST_SURELY_UNSET"),
             "GATEWAY_TEST_SURELY_UNSET",
