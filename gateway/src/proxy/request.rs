@@ -91,7 +91,11 @@ pub(crate) fn gemini_head<'a>(
 ) -> Result<RequestHead<'a>, HeadError> {
     let text = std::str::from_utf8(body)
         .map_err(|e| HeadError::Json(format!("body is not UTF-8 ({e})")))?;
-    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+    // Checked without building a tree (IgnoredAny): only whether it is one JSON object.
+    if !text.trim_start().starts_with('{') {
+        return Err(HeadError::Json("the body must be a JSON object".into()));
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
         .map_err(|e| HeadError::Json(e.to_string()))?;
     Ok(RequestHead {
         model: Cow::Borrowed(&call.model),

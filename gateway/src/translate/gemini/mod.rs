@@ -103,30 +103,44 @@ fn decode_contents(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), 
     // without one belongs to the earliest open call of its name.
     let mut open: Vec<(String, String)> = Vec::new();
     for (i, c) in array(v, "contents")?.iter().enumerate() {
-        let at = format!("contents[{i}]");
-        let o = object(c, &at)?;
+        // Paths are formatted only where an error or a verdict names them: most turns are
+        // plain text, and two `format!`s per part were a visible share of a translation.
+        let at = || format!("contents[{i}]");
+        let o = c
+            .as_object()
+            .ok_or_else(|| invalid(at(), "must be an object"))?;
         let role = match o.get("role").and_then(Value::as_str) {
             None | Some("user" | "function" | "tool") => Role::User,
             Some("model") => Role::Assistant,
             Some(other) => {
                 return Err(invalid(
-                    format!("{at}.role"),
+                    format!("{}.role", at()),
                     format!("role {other:?} is not user or model"),
                 ))
             }
         };
         for key in o.keys() {
             if !matches!(key.as_str(), "role" | "parts") {
-                cx.refuse(format!("{at}.{key}"), "it has no equivalent there");
+                cx.refuse(format!("{}.{key}", at()), "it has no equivalent there");
             }
         }
-        let mut parts = Vec::new();
         let list = match o.get("parts") {
-            Some(p) => array(p, &format!("{at}.parts"))?.as_slice(),
+            Some(p) => p
+                .as_array()
+                .ok_or_else(|| invalid(format!("{}.parts", at()), "must be an array"))?
+                .as_slice(),
             None => &[],
         };
+        let mut parts = Vec::with_capacity(list.len());
         for (j, p) in list.iter().enumerate() {
-            let at = format!("{at}.parts[{j}]");
+            // The common part: text alone.
+            if let Some(m) = p.as_object().filter(|m| m.len() == 1) {
+                if let Some(Value::String(t)) = m.get("text") {
+                    parts.push(Part::Text(t.clone()));
+                    continue;
+                }
+            }
+            let at = format!("{}.parts[{j}]", at());
             decode_part(p, &at, (i, j), &mut open, &mut parts, cx)?;
         }
         r.messages.push(Message { role, parts });
@@ -737,15 +751,7 @@ pub(crate) fn usage_from(u: &wire::UsageIn) -> Usage {
 }
 
 pub(crate) fn usage_json(u: &Usage) -> Value {
-    let mut v = json!({
-        "promptTokenCount": u.input,
-        "candidatesTokenCount": u.output,
-        "totalTokenCount": u.input.saturating_add(u.output),
-    });
-    if u.cache_read > 0 {
-        v["cachedContentTokenCount"] = json!(u.cache_read);
-    }
-    v
+    serde_json::to_value(usage_out(u)).expect("usage serializes")
 }
 
 /// Decodes an upstream `generateContent` answer.
@@ -818,30 +824,60 @@ pub(crate) fn call(
     ))
 }
 
-/// Encodes a hub answer as a `generateContent` answer.
+/// Encodes a hub answer as a `generateContent` answer (typed: a `json!` tree here cost
+/// more than the rest of the answer's translation).
 pub(crate) fn encode_response(r: &Response) -> Result<Vec<u8>, UpstreamShapeError> {
     let mut parts = Vec::with_capacity(r.output.len());
     for o in &r.output {
         parts.push(match o {
-            Output::Text(t) => json!({"text": t}),
+            Output::Text(text) => wire::AnswerPartOut::Text { text },
             Output::ToolCall {
                 id,
                 name,
                 arguments,
-            } => json!({"functionCall": {"id": id, "name": name, "args": args_value(arguments)?}}),
+            } => wire::AnswerPartOut::Call {
+                function_call: wire::FunctionCallOut {
+                    id,
+                    name,
+                    args: args_raw(arguments)?,
+                },
+            },
         });
     }
-    let v = json!({
-        "candidates": [{
-            "content": {"role": "model", "parts": parts},
-            "finishReason": finish_reason(r.stop),
-            "index": 0,
+    let v = wire::GenerateOut {
+        candidates: [wire::CandidateOut {
+            content: wire::AnswerContentOut {
+                role: "model",
+                parts,
+            },
+            finish_reason: finish_reason(r.stop),
+            index: 0,
         }],
-        "usageMetadata": usage_json(&r.usage),
-        "modelVersion": r.model,
-        "responseId": r.id,
-    });
-    Ok(serde_json::to_vec(&v).expect("a JSON value serializes"))
+        usage_metadata: usage_out(&r.usage),
+        model_version: &r.model,
+        response_id: &r.id,
+    };
+    Ok(serde_json::to_vec(&v).expect("an answer serializes"))
+}
+
+pub(crate) fn usage_out(u: &Usage) -> wire::UsageOut {
+    wire::UsageOut {
+        prompt_token_count: u.input,
+        candidates_token_count: u.output,
+        total_token_count: u.input.saturating_add(u.output),
+        cached_content_token_count: (u.cache_read > 0).then_some(u.cache_read),
+    }
+}
+
+/// A call's JSON-text arguments as Gemini's `args` object, borrowed.
+fn args_raw(arguments: &str) -> Result<&RawValue, UpstreamShapeError> {
+    if arguments.trim().is_empty() {
+        return Ok(empty_args());
+    }
+    serde_json::from_str::<&RawValue>(arguments)
+        .ok()
+        .filter(|a| a.get().trim_start().starts_with('{'))
+        .ok_or_else(|| UpstreamShapeError("a tool call's arguments are not a JSON object".into()))
 }
 
 /// A call's JSON-text arguments as Gemini's `args` object.

@@ -223,3 +223,50 @@ pub(crate) struct GenerationConfigOut<'a> {
 pub(crate) struct ThinkingOut {
     pub(crate) thinking_budget: u64,
 }
+
+// ---- answers, as the gateway writes them to a Gemini client ----
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GenerateOut<'a> {
+    pub(crate) candidates: [CandidateOut<'a>; 1],
+    pub(crate) usage_metadata: UsageOut,
+    pub(crate) model_version: &'a str,
+    pub(crate) response_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CandidateOut<'a> {
+    pub(crate) content: AnswerContentOut<'a>,
+    pub(crate) finish_reason: &'static str,
+    pub(crate) index: u32,
+}
+
+#[derive(Serialize)]
+pub(crate) struct AnswerContentOut<'a> {
+    pub(crate) role: &'static str,
+    pub(crate) parts: Vec<AnswerPartOut<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum AnswerPartOut<'a> {
+    Text {
+        text: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    Call {
+        function_call: FunctionCallOut<'a>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UsageOut {
+    pub(crate) prompt_token_count: u64,
+    pub(crate) candidates_token_count: u64,
+    pub(crate) total_token_count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cached_content_token_count: Option<u64>,
+}
