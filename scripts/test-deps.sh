@@ -22,8 +22,10 @@ python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml
 [ -x .venv-sdk/bin/python ] || python3 -m venv .venv-sdk
 .venv-sdk/bin/python -m pip install -q -r tests/sdk/requirements.txt
 command -v npm >/dev/null || apt-get install -y -qq npm >/dev/null
-# The agents tier's pinned CLIs (tests/agents/clients.txt) into .agents (gitignored). npm 11
-# skips install scripts; both CLIs run without theirs.
+# The agents tier's pinned CLIs (tests/agents/clients.txt) into .agents (gitignored). An npm
+# that skips install scripts (npm 11.19 still runs them, warning that allowScripts does not
+# cover them) leaves two stubs, fixed below; Codex and Gemini CLI need none of theirs
+# (Gemini CLI's node-pty build is optional: a prebuilt @lydell/node-pty ships).
 agents_pins=$(grep -v '^#' tests/agents/clients.txt)
 for pin in $agents_pins; do
   have=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' ".agents/node_modules/${pin%@*}/package.json" \
@@ -38,3 +40,17 @@ done
 # an npm that skipped the script leaves the stub: run it.
 .agents/node_modules/.bin/claude --version >/dev/null 2>&1 ||
   (cd .agents && node node_modules/@anthropic-ai/claude-code/install.cjs >/dev/null)
+# opencode-ai's likewise: its postinstall links the platform package's binary (an
+# optionalDependency, opencode-linux-x64 here) over the stub; no network needed.
+.agents/node_modules/.bin/opencode --version >/dev/null 2>&1 ||
+  (cd .agents/node_modules/opencode-ai && node postinstall.mjs >/dev/null)
+# opencode installs @opencode-ai/plugin (at its own version) into each config dir at startup,
+# in the background, from the npm registry; the tier seeds each run's ~/.config/opencode with
+# this install so that opencode finds it done (tests/agents/lib.sh, run_opencode).
+opencode_version=$(grep '^opencode-ai@' tests/agents/clients.txt | sed 's/.*@//')
+plugin=.agents/opencode-config/node_modules/@opencode-ai/plugin/package.json
+if ! grep -q "\"version\": \"$opencode_version\"" "$plugin" 2>/dev/null; then
+  rm -rf .agents/opencode-config
+  npm install --prefix .agents/opencode-config --no-audit --no-fund --ignore-scripts \
+    --save-exact "@opencode-ai/plugin@$opencode_version" >/dev/null
+fi

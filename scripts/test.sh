@@ -11,12 +11,13 @@
 #   cargo-test  unit + integration tests of gateway, trainer, bench and tools/layering (real
 #               gateway processes against the mock upstream, replicas sharing rate limits on
 #               real redis-server processes, fail-closed stage tests, a short real bench run)
-#   sdk         the official openai and anthropic Python SDKs (pinned, tests/sdk/requirements.txt,
-#               in .venv-sdk) against the real gateway and the mock upstream: each SDK on its
-#               own provider and translated onto the other, streaming and not, tool-call round
+#   sdk         the official openai, anthropic and google-genai Python SDKs (pinned,
+#               tests/sdk/requirements.txt, in .venv-sdk) against the real gateway and the mock
+#               upstream: each SDK on its own provider and translated onto the others, streaming
+#               and not, countTokens, tool-call round
 #               trips, typed errors, usage (tests/sdk/run.sh)
-#   agents      the real agent CLIs, Claude Code and Codex (pinned, tests/agents/clients.txt,
-#               in .agents), non-interactive through the real gateway against the mock
+#   agents      the real agent CLIs, Claude Code, Codex, Gemini CLI and opencode (pinned,
+#               tests/agents/clients.txt, in .agents), non-interactive through the real gateway against the mock
 #               upstream, in a network namespace with only lo: each on translated models and
 #               a passthrough control, plain answers, tool round trips, Codex's freeform
 #               apply_patch (tests/agents/run.sh)

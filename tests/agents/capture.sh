@@ -12,6 +12,20 @@
 #   claude-code-qwen.json                Claude Code's first request, --model qwen3-coder
 #   codex.json                           Codex's first request (model gpt-5.5)
 #   codex-tool-result.json               its request carrying a function_call_output
+#   gemini-cli.json                      Gemini CLI's first request, -m gemini-3.8-flash
+#                                        (streamGenerateContent; a Gemini body names no model)
+#   gemini-cli-tool-result.json          its request carrying a functionResponse (read_file),
+#                                        the mock's signed functionCall sent back
+#   gemini-cli-router.json               its first request on its default model (no -m): the
+#                                        router's classification, gemini-3.5-flash-lite, with
+#                                        responseJsonSchema (slow: the mock's text is no JSON,
+#                                        Gemini CLI retries it about 95 s, then falls back)
+#   opencode.json                        opencode's agent request (tools), model qwen3-coder-oc
+#                                        on its OpenAI-compatible provider (chat completions)
+#   opencode-title.json                  its first request: the session title, no tools
+#   opencode-claude.json                 its agent request on claude-sonnet-4-5-oc (Claude-named:
+#                                        cache_control on messages)
+#   opencode-tool-result.json            its request carrying a role: tool message (read)
 #
 # Usage: tests/agents/capture.sh [OUT_DIR]   (default gateway/tests/fixtures/agents)
 #   AGENTS_DIR, GATEWAY_BIN, TRAINER_BIN as for run.sh
@@ -32,7 +46,11 @@ records=$work/mock-requests
 mkdir -p "$records"
 start_process "$work/mock.log" "$TRAINER_BIN" mock --listen 127.0.0.1:0 --record-dir "$records"
 gateway_config "$STARTED_URL" "claude-sonnet-4-5 anthropic claude-sonnet-4-5" \
-  "claude-opus-5-5 anthropic claude-opus-5-5" "qwen3-coder anthropic qwen3-coder" "gpt-5.5 openai gpt-5.5" >"$work/gateway.toml"
+  "claude-opus-5-5 anthropic claude-opus-5-5" "qwen3-coder anthropic qwen3-coder" "gpt-5.5 openai gpt-5.5" \
+  "gemini-3.8-flash gemini gemini-3.8-flash" "gemini-3.5-flash-lite gemini gemini-3.5-flash-lite" \
+  "gemini-3.1-pro-preview gemini gemini-3.1-pro-preview" \
+  "qwen3-coder-oc openai-compatible qwen3-coder-oc" \
+  "claude-sonnet-4-5-oc openai-compatible claude-sonnet-4-5-oc" >"$work/gateway.toml"
 start_process "$work/gateway.log" "$GATEWAY_BIN" --config "$work/gateway.toml"
 gateway=$STARTED_URL
 
@@ -53,20 +71,34 @@ capture() {
 }
 
 # The first body of BODIES that holds a tool result (Anthropic tool_result blocks, Responses
-# function_call_output items).
+# function_call_output items, chat role: tool messages, Gemini functionResponse parts).
 with_tool_result() {
   python3 - "${BODIES[@]}" <<'EOF'
 import json, sys
 for path in sys.argv[1:]:
     body = json.load(open(path, encoding="utf-8"))
-    turns = body.get("messages") or body.get("input") or []
+    turns = body.get("messages") or body.get("input") or body.get("contents") or []
     for turn in turns if isinstance(turns, list) else []:
         blocks = turn.get("content") if isinstance(turn.get("content"), list) else []
-        if turn.get("type") == "function_call_output" or any(
-                b.get("type") == "tool_result" for b in blocks):
+        parts = turn.get("parts") if isinstance(turn.get("parts"), list) else []
+        if turn.get("type") == "function_call_output" or turn.get("role") == "tool" or any(
+                b.get("type") == "tool_result" for b in blocks) or any(
+                "functionResponse" in p for p in parts):
             print(path)
             sys.exit(0)
 sys.exit("no recorded body holds a tool result")
+EOF
+}
+
+# The first body of BODIES that offers tools (opencode asks for a session title first).
+with_tools() {
+  python3 - "${BODIES[@]}" <<'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    if json.load(open(path, encoding="utf-8")).get("tools"):
+        print(path)
+        sys.exit(0)
+sys.exit("no recorded body offers tools")
 EOF
 }
 
@@ -94,3 +126,18 @@ capture codex gpt-5.5 codex-plain "Say hello. [mock: text]"
 scrub codex-plain "${BODIES[0]}" codex.json
 capture codex gpt-5.5 codex-tool 'Show the marker. [mock: call exec_command {"cmd":"cat marker.txt"}]'
 scrub codex-tool "$(with_tool_result)" codex-tool-result.json
+capture gemini gemini-3.8-flash gemini-plain "Say hello. [mock: text]"
+scrub gemini-plain "${BODIES[0]}" gemini-cli.json
+capture gemini gemini-3.8-flash gemini-tool \
+  "Read the marker. [mock: call read_file {\"file_path\":\"$work/gemini-tool/work/marker.txt\"}]"
+scrub gemini-tool "$(with_tool_result)" gemini-cli-tool-result.json
+capture gemini - gemini-router "Say hello. [mock: text]"
+scrub gemini-router "${BODIES[0]}" gemini-cli-router.json
+capture opencode qwen3-coder-oc opencode-plain "Say hello. [mock: text]"
+scrub opencode-plain "${BODIES[0]}" opencode-title.json
+scrub opencode-plain "$(with_tools)" opencode.json
+capture opencode claude-sonnet-4-5-oc opencode-claude "Say hello. [mock: text]"
+scrub opencode-claude "$(with_tools)" opencode-claude.json
+capture opencode qwen3-coder-oc opencode-tool \
+  "Read the marker. [mock: call read {\"filePath\":\"$work/opencode-tool/work/marker.txt\"}]"
+scrub opencode-tool "$(with_tool_result)" opencode-tool-result.json

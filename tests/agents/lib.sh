@@ -30,8 +30,9 @@ die() {
   exit 2
 }
 
-# Sets CLAUDE and CODEX, or fails naming the install command: the clients at the versions
-# tests/agents/clients.txt pins, in $AGENTS_DIR (scripts/test-deps.sh installs them).
+# Sets CLAUDE, CODEX, GEMINI and OPENCODE, or fails naming the install command: the clients
+# at the versions tests/agents/clients.txt pins, in $AGENTS_DIR (scripts/test-deps.sh
+# installs them, and opencode's plugin install, $AGENTS_DIR/opencode-config).
 find_clients() {
   local spec name version have pins
   pins=$(grep -v '^#' "$repo/tests/agents/clients.txt" | tr '\n' ' ')
@@ -49,9 +50,15 @@ find_clients() {
   done <"$repo/tests/agents/clients.txt"
   CLAUDE=$AGENTS_DIR/node_modules/.bin/claude
   CODEX=$AGENTS_DIR/node_modules/.bin/codex
-  if [ ! -x "$CLAUDE" ] || [ ! -x "$CODEX" ]; then
-    die "$AGENTS_DIR/node_modules/.bin lacks claude or codex"
-  fi
+  GEMINI=$AGENTS_DIR/node_modules/.bin/gemini
+  OPENCODE=$AGENTS_DIR/node_modules/.bin/opencode
+  local bin
+  for bin in "$CLAUDE" "$CODEX" "$GEMINI" "$OPENCODE"; do
+    [ -x "$bin" ] || die "$bin is missing (run scripts/test-deps.sh)"
+  done
+  OPENCODE_SEED=$AGENTS_DIR/opencode-config
+  [ -d "$OPENCODE_SEED/node_modules/@opencode-ai/plugin" ] ||
+    die "$OPENCODE_SEED lacks opencode's @opencode-ai/plugin install (run scripts/test-deps.sh)"
 }
 
 # Exports GATEWAY_BIN and TRAINER_BIN: as given, else built here (debug), as tests/sdk does.
@@ -243,4 +250,88 @@ run_codex() {
 # Files in the mock's record dir (NNN.json), oldest first.
 recordings() {
   find "$1" -maxdepth 1 -name '[0-9]*.json' | sort
+}
+
+# Gemini CLI's settings (~/.gemini/settings.json): the Gemini API key auth (what its first-run
+# dialog stores for "Use Gemini API key"; without a choice `-p` exits 41, and the "gateway"
+# auth it derives from GOOGLE_GEMINI_BASE_URL is refused by `-p` in 0.61), and every call to
+# another machine off: usage statistics (Clearcut, play.googleapis.com, on by default),
+# telemetry, the auto-update and its notification.
+gemini_settings() {
+  cat <<EOF
+{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}
+}
+EOF
+}
+
+# run_gemini DIR GATEWAY_URL MODEL PROMPT: `gemini -p PROMPT -m MODEL` in DIR/work (a git
+# repository) with a fresh HOME holding only .gemini/settings.json, the gateway as
+# GOOGLE_GEMINI_BASE_URL (Gemini CLI then asks POST /v1beta/models/MODEL:streamGenerateContent
+# ?alt=sse, the key in x-goog-api-key). MODEL "-": its default model (no -m), which has its
+# router model pick the model first. GEMINI_CLI_TRUST_WORKSPACE: the documented answer to
+# its folder-trust check in headless runs (else exit 55). stdout (the final answer) and
+# stderr to DIR/stdout, DIR/stderr; TMPDIR DIR/tmp (it writes its error reports there).
+# Returns its status.
+run_gemini() {
+  local dir=$1 gateway=$2 model=$3 prompt=$4 args=()
+  mkdir -p "$dir/home/.gemini" "$dir/work" "$dir/tmp"
+  gemini_settings >"$dir/home/.gemini/settings.json"
+  git -C "$dir/work" init -q
+  [ "$model" = - ] || args=(-m "$model")
+  (cd "$dir/work" && env -i "${CLIENT_ENV[@]}" HOME="$dir/home" \
+    GEMINI_API_KEY="$GATEWAY_KEY" GOOGLE_GEMINI_BASE_URL="$gateway" \
+    GEMINI_CLI_TRUST_WORKSPACE=true TMPDIR="$dir/tmp" \
+    timeout "$CLIENT_TIMEOUT_S" "$GEMINI" -p "$prompt" "${args[@]}" \
+    >"$dir/stdout" 2>"$dir/stderr" </dev/null)
+}
+
+# opencode's config (~/.config/opencode/opencode.json): the gateway as a custom provider
+# `gw` on the AI SDK's OpenAI-compatible package (bundled in the opencode binary: nothing is
+# downloaded), chat completions at GATEWAY/v1, the key from GW_KEY; autoupdate and sharing
+# off.
+opencode_config() {
+  local gateway=$1 model=$2
+  cat <<EOF
+{
+  "\$schema": "https://opencode.ai/config.json",
+  "autoupdate": false,
+  "share": "disabled",
+  "model": "gw/$model",
+  "provider": {
+    "gw": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "gateway",
+      "options": {"baseURL": "$gateway/v1", "apiKey": "{env:GW_KEY}"},
+      "models": {"$model": {"name": "$model"}}
+    }
+  }
+}
+EOF
+}
+
+# run_opencode DIR GATEWAY_URL MODEL PROMPT: `opencode run` in DIR/work (a git repository)
+# with a fresh HOME holding ~/.config/opencode/opencode.json, the prompt on stdin (`opencode
+# run` wraps an argument holding spaces in quotes and escapes its double quotes, which would
+# break a directive's JSON); stdout (the answer) and stderr to DIR/stdout, DIR/stderr.
+# Returns its status. Every call to another machine off: OPENCODE_DISABLE_MODELS_FETCH (its
+# model catalog, models.opencode.ai), and the config dir seeded with what opencode's own
+# background install of @opencode-ai/plugin (from the npm registry, at every start) leaves
+# there, so that it finds the install done: $OPENCODE_SEED (scripts/test-deps.sh), its
+# package.json and lock copied, node_modules linked.
+run_opencode() {
+  local dir=$1 gateway=$2 model=$3 prompt=$4 config
+  config=$dir/home/.config/opencode
+  mkdir -p "$config" "$dir/work"
+  opencode_config "$gateway" "$model" >"$config/opencode.json"
+  cp "$OPENCODE_SEED/package.json" "$OPENCODE_SEED/package-lock.json" "$config/"
+  ln -s "$OPENCODE_SEED/node_modules" "$config/node_modules"
+  git -C "$dir/work" init -q
+  (cd "$dir/work" && env -i "${CLIENT_ENV[@]}" HOME="$dir/home" GW_KEY="$GATEWAY_KEY" \
+    OPENCODE_DISABLE_MODELS_FETCH=1 \
+    timeout "$CLIENT_TIMEOUT_S" "$OPENCODE" run \
+    >"$dir/stdout" 2>"$dir/stderr" <<<"$prompt")
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The agents tier: the two most used agent CLIs, Claude Code and Codex (pinned in
-# tests/agents/clients.txt), unmodified and in their default setup, run non-interactively
-# through the real gateway against the mock upstream, in a network namespace that has only
-# `lo`. Each model's client-facing name routes to a target of another provider (translated)
-# or of the client's own (the passthrough control). The prompts carry the mock's directives
+# The agents tier: the most used agent CLIs, Claude Code, Codex, Gemini CLI and opencode
+# (pinned in tests/agents/clients.txt), unmodified and in their default setup, run
+# non-interactively through the real gateway against the mock upstream, in a network
+# namespace that has only `lo`. Each model's client-facing name routes to a target of
+# another provider (translated) or of the client's own (the passthrough control). The prompts carry the mock's directives
 # (trainer/src/mock/mod.rs, "Answers on demand"): a plain answer, a tool round trip, and
 # for Codex on translated models a call of its freeform `apply_patch` tool. Cases and what
 # each checks: tests/agents/README.md.
@@ -35,6 +35,7 @@ CONTROL_MODELS=(
   "claude-passthrough anthropic"
   "codex-passthrough openai"
   "gpt-5.5-passthrough openai"
+  "qwen3-coder-oc openai-compatible"
 )
 TRANSLATED_MODELS=(
   "claude-sonnet-4-5 openai"
@@ -43,7 +44,23 @@ TRANSLATED_MODELS=(
   "codex-compat openai-compatible $DROP"
   "gpt-5.5-anthropic anthropic $DROP"
   "gpt-5.5-compat openai-compatible $DROP"
+  "gemini-3-openai openai"
+  "gemini-3-anthropic anthropic"
+  "gemini-3-compat openai-compatible"
+  "claude-sonnet-4-5-oc anthropic"
 )
+# Models whose target is a Gemini one, on a gateway of their own (the newest provider): Gemini
+# CLI's passthrough control and opencode translated to generateContent. Gemini CLI's default
+# models (run with no -m, the case `gemini default text`: its router model classifies the
+# prompt with a JSON-schema request, then the chosen model answers) on openai targets.
+GEMINI_MODELS=(
+  "gemini-3-passthrough gemini"
+  "gemini-3-oc gemini"
+)
+GEMINI_DEFAULT_MODELS=(gemini-3.5-flash-lite gemini-3.8-flash gemini-3.1-pro-preview)
+for name in "${GEMINI_DEFAULT_MODELS[@]}"; do
+  TRANSLATED_MODELS+=("$name openai")
+done
 # CLIENT MODEL KIND: text (a plain answer), tool (a tool round trip), patch (apply_patch).
 # Codex picks its tools by model name: a name it does not know (codex-*) gets fallback
 # metadata and no apply_patch; one that starts with a known model's (gpt-5.5-*) gets that
@@ -69,6 +86,25 @@ CASES=(
   "codex gpt-5.5-compat patch"
   "codex gpt-5.5-passthrough text"
   "codex gpt-5.5-passthrough tool"
+  "gemini gemini-3-passthrough text"
+  "gemini gemini-3-passthrough tool"
+  "gemini gemini-3-openai text"
+  "gemini gemini-3-openai tool"
+  "gemini gemini-3-anthropic text"
+  "gemini gemini-3-anthropic tool"
+  "gemini gemini-3-compat text"
+  "gemini gemini-3-compat tool"
+  # Not yet: the mock answers the router's JSON-schema request with its plain text, which
+  # Gemini CLI retries with backoff 5 times (about 95 s) before it falls back to
+  # gemini-3.1-pro-preview. Passes so, near the client timeout; on once the mock answers a
+  # schema with a JSON instance of it.
+  # "gemini default text"
+  "opencode qwen3-coder-oc text"
+  "opencode qwen3-coder-oc tool"
+  "opencode claude-sonnet-4-5-oc text"
+  "opencode claude-sonnet-4-5-oc tool"
+  "opencode gemini-3-oc text"
+  "opencode gemini-3-oc tool"
 )
 
 selected() {
@@ -94,6 +130,9 @@ echo "tests/agents: clients:"
 mkdir -p "$out/versions"
 env -i "${CLIENT_ENV[@]}" HOME="$out/versions" "$CLAUDE" --version
 env -i "${CLIENT_ENV[@]}" HOME="$out/versions" "$CODEX" --version
+echo "gemini $(env -i "${CLIENT_ENV[@]}" HOME="$out/versions" "$GEMINI" --version)"
+echo "opencode $(env -i "${CLIENT_ENV[@]}" HOME="$out/versions" OPENCODE_DISABLE_MODELS_FETCH=1 \
+  "$OPENCODE" --version)"
 
 records=$out/mock-requests
 mkdir -p "$records"
@@ -108,19 +147,30 @@ print(json.load(urllib.request.urlopen(req, timeout=10))["choices"][0]["message"
 EOF
 )
 
-# Two gateways, so that one that refuses its config (a key it does not know yet) fails only
-# its own cases.
+# Three gateways, so that one that refuses its config (a key or provider it does not know
+# yet) fails only its own cases.
 declare -A gateway_url gateway_log gateway_of upstream_of
-for side in control translated; do
-  specs=("${CONTROL_MODELS[@]}")
-  [ $side = control ] || specs=("${TRANSLATED_MODELS[@]}")
+for side in control translated gemini; do
+  case $side in
+    control) specs=("${CONTROL_MODELS[@]}") ;;
+    translated) specs=("${TRANSLATED_MODELS[@]}") ;;
+    gemini) specs=("${GEMINI_MODELS[@]}") ;;
+  esac
   mapfile -t lines < <(model_specs "${specs[@]}")
   gateway_config "$mock" "${lines[@]}" >"$out/gateway-$side.toml"
   for line in "${lines[@]}"; do
-    read -r name _ upstream _ <<<"$line"
+    read -r name provider upstream _ <<<"$line"
     gateway_of[$name]=$side
+    # A Gemini body names no model (the path does): traffic.py checks its dialect instead.
     upstream_of[$name]=$upstream
+    [ "$provider" != gemini ] || upstream_of[$name]=gemini:$upstream
   done
+done
+# Gemini CLI's default setup: any of its default models (router, then the chosen one).
+gateway_of[default]=translated
+upstream_of[default]=$(printf 'up-%s,' "${GEMINI_DEFAULT_MODELS[@]}")
+upstream_of[default]=${upstream_of[default]%,}
+for side in control translated gemini; do
   gateway_log[$side]=$out/gateway-$side.log
   if start_process "${gateway_log[$side]}" "$GATEWAY_BIN" --config "$out/gateway-$side.toml"; then
     gateway_url[$side]=$STARTED_URL
@@ -152,10 +202,15 @@ for case in "${CASES[@]}"; do
   marker="agents-marker-$(printf %s "$name" | cksum | cut -d' ' -f1)"
   printf '%s\n' "$marker" >"$dir/work/marker.txt"
   case $client-$kind in
-    claude-text | codex-text) prompt="Say hello. [mock: text]" ;;
+    *-text) prompt="Say hello. [mock: text]" ;;
     claude-tool)
       prompt="Read the marker. [mock: call Read {\"file_path\":\"$dir/work/marker.txt\"}]" ;;
     codex-tool) prompt='Show the marker. [mock: call exec_command {"cmd":"cat marker.txt"}]' ;;
+    # read_file and read need no permission in a headless run.
+    gemini-tool)
+      prompt="Read the marker. [mock: call read_file {\"file_path\":\"$dir/work/marker.txt\"}]" ;;
+    opencode-tool)
+      prompt="Read the marker. [mock: call read {\"filePath\":\"$dir/work/marker.txt\"}]" ;;
     # Codex's default read-only sandbox refuses the patch, and says so in the tool's output:
     # the refusal proves Codex's apply_patch handler got the call (a custom_tool_call).
     codex-patch)
@@ -174,7 +229,9 @@ for case in "${CASES[@]}"; do
   record_skip=$(recordings "$records" | wc -l)
   t0=$EPOCHREALTIME
   rc=0
-  "run_$client" "$dir" "$gateway" "$model" "$prompt" || rc=$?
+  run_model=$model
+  [ "$model" != default ] || run_model=-
+  "run_$client" "$dir" "$gateway" "$run_model" "$prompt" || rc=$?
   seconds=$(elapsed "$t0")
   answer=$(cat "$dir/stdout")
   problems=()
@@ -190,8 +247,13 @@ for case in "${CASES[@]}"; do
   esac
   # shellcheck disable=SC2053 # $want is a pattern: the tool case's text around the marker
   [[ $answer == *$want* ]] || problems+=("the final answer does not match *$want*")
-  route=/v1/messages
-  [ "$client" = claude ] || route=/v1/responses
+  case $client in
+    claude) route=/v1/messages ;;
+    codex) route=/v1/responses ;;
+    # The access log names Gemini's route by its template.
+    gemini) route='/v1beta/models/{model}:generateContent' ;;
+    opencode) route=/v1/chat/completions ;;
+  esac
   traffic=$(python3 "$repo/tests/agents/traffic.py" "$log" "$log_skip" "$records" \
     "$record_skip" "$route" "${upstream_of[$model]}") ||
     problems+=("traffic: $(grep '^problem' <<<"$traffic" | tr '\n' ' ')")

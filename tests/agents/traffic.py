@@ -9,6 +9,10 @@ Prints one line `requests: ...` (what the client sent), then each problem; exits
 a request off ROUTE or not answered 200 (the gateway's error code is in the line), a count
 of client requests other than the mock's (each passes through exactly once), a recorded
 body whose model is not UPSTREAM_MODEL (the request went to another target).
+
+UPSTREAM_MODEL may list several, comma-separated (a client that asks more than one model);
+`gemini:NAME` is a Gemini target's: its bodies name no model (the path does, which the
+mock's recordings do not keep), so each must be a Gemini body (`contents`, no `model`).
 """
 import json
 import os
@@ -52,8 +56,13 @@ def main():
                 f"error {l['error']}")
     if len(lines) != len(bodies):
         problems.append(f"{len(lines)} requests at the gateway, {len(bodies)} at the mock")
+    wanted = upstream.split(",")
     for b in bodies:
-        if b.get("model") != upstream:
+        if all(w.startswith("gemini:") for w in wanted):
+            if "model" in b or "contents" not in b:
+                problems.append(f"the mock got a body with keys {sorted(b)}, expected a Gemini "
+                                f"body (for {upstream})")
+        elif b.get("model") not in wanted:
             problems.append(f"the mock got model {b.get('model')!r}, expected {upstream!r}")
     # A client that retries sends the same refused request again: one line per problem.
     for p in dict.fromkeys(problems):

@@ -12,7 +12,13 @@ The gateway's models (client-facing name -> provider, upstream model):
   claude-error-429, claude-error-529  anthropic, mock-error-429 / mock-error-529
 
 `compat-mock` (provider openai-compatible) lives in a second gateway, so a gateway that does
-not know that provider fails only the tests that use it.
+not know that provider fails only the tests that use it. Likewise the Gemini gateway, for
+Google's SDK (`google-genai`) and for the other SDKs on a Gemini target:
+
+  gem-mock        gemini              the mock's Gemini routes (`/v1beta/models/...`)
+  gem-error-429   gemini              mock-error-429
+  gpt-mock, claude-mock, compat-mock, gpt-error-429, claude-error-529   as above, for
+                  the Gemini client translated
 """
 
 import os
@@ -26,6 +32,8 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import types as genai_types
 
 from oracle import Oracle
 
@@ -148,6 +156,20 @@ def compat_gateway(workdir, mock):
     yield from run_gateway(workdir, "gateway-compat", models, mock)
 
 
+@pytest.fixture(scope="session")
+def gemini_gateway(workdir, mock):
+    models = {
+        "gem-mock": ("gemini", "gem-upstream"),
+        "gem-error-429": ("gemini", "mock-error-429"),
+        "gpt-error-429": ("openai", "mock-error-429"),
+        "claude-error-529": ("anthropic", "mock-error-529"),
+        "gpt-mock": ("openai", "gpt-upstream"),
+        "claude-mock": ("anthropic", "claude-upstream"),
+        "compat-mock": ("openai-compatible", "compat-upstream"),
+    }
+    yield from run_gateway(workdir, "gateway-gemini", models, mock)
+
+
 # The official clients, unmodified but for base_url and key. No retries: an error must
 # surface at once, and a retried request would hide a failure the suite should see.
 def openai_client(url: str) -> openai.OpenAI:
@@ -156,6 +178,19 @@ def openai_client(url: str) -> openai.OpenAI:
 
 def anthropic_client(url: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=url, api_key=GATEWAY_KEY, max_retries=0, timeout=20)
+
+
+def genai_client(url: str, key: str = GATEWAY_KEY, api_version: str | None = None) -> genai.Client:
+    """Google's SDK on the gateway: base_url set (the SDK then asks `/v1/models/...`, its
+    default version for a custom base URL, unless `api_version` says `v1beta`), the key
+    in `x-goog-api-key`, no retries (the SDK's default without `retry_options`)."""
+    options = genai_types.HttpOptions(base_url=url, timeout=20_000, api_version=api_version)
+    return genai.Client(api_key=key, http_options=options)
+
+
+@pytest.fixture(scope="session")
+def gai(gemini_gateway) -> genai.Client:
+    return genai_client(gemini_gateway)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
-//! Agent clients on models of another dialect, with the request bodies Claude Code 2.1.332
-//! and Codex CLI 0.171.0 really sent (`gateway/tests/fixtures/agents`, captured by
+//! Agent clients on models of another dialect, with the request bodies Claude Code 2.1.332,
+//! Codex CLI 0.171.0, Gemini CLI 0.61.0 and opencode 1.18.33 really sent (`gateway/tests/fixtures/agents`, captured by
 //! `tests/agents/capture.sh`): the default policy lets them in and names every drop
 //! (header, access log, metric); `strict` refuses them with every field in one 400; custom
 //! and namespaced tools come back in the client's own terms.
@@ -16,6 +16,13 @@ const CLAUDE_CODE_TOOL_RESULT: &str =
 const CLAUDE_CODE_QWEN: &str = include_str!("../fixtures/agents/claude-code-qwen.json");
 const CODEX: &str = include_str!("../fixtures/agents/codex.json");
 const CODEX_TOOL_RESULT: &str = include_str!("../fixtures/agents/codex-tool-result.json");
+/// Gemini CLI's main request (`-m`), its router's JSON-schema request (no `-m`), and the
+/// request answering the mock's signed `read_file` call.
+const GEMINI_CLI: &str = include_str!("../fixtures/agents/gemini-cli.json");
+const GEMINI_CLI_ROUTER: &str = include_str!("../fixtures/agents/gemini-cli-router.json");
+const GEMINI_CLI_TOOL_RESULT: &str = include_str!("../fixtures/agents/gemini-cli-tool-result.json");
+/// opencode on a Claude-named model: `cache_control` on the messages themselves.
+const OPENCODE_CLAUDE: &str = include_str!("../fixtures/agents/opencode-claude.json");
 
 /// A chat stream answering text.
 const CHAT_TEXT_SSE: &str = concat!(
@@ -456,4 +463,149 @@ async fn thinking_maps_to_reasoning_effort_on_a_target_that_takes_it() {
     assert!(dropped(&r).contains(&"thinking".to_owned()));
     let (_, sent) = up.requests().pop().unwrap();
     assert!(sent.get("reasoning_effort").is_none());
+}
+
+const GEMINI_TEXT_JSON: &str = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1,"totalTokenCount":6},"modelVersion":"up","responseId":"r"}"#;
+const CHAT_TEXT_JSON: &str = r#"{"id":"c","object":"chat.completion","created":1,"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}"#;
+
+/// Answers JSON in the dialect its path names (no streams: these fixtures' answers are not
+/// what is checked).
+async fn json_upstream() -> ScriptedUpstream {
+    ScriptedUpstream::start(|head, _| {
+        if head.contains(":generatecontent") || head.contains(":streamgeneratecontent") {
+            json_answer("200 OK", GEMINI_TEXT_JSON)
+        } else if head.starts_with("post /v1/messages") {
+            json_answer("200 OK", ANTHROPIC_TEXT_JSON)
+        } else {
+            json_answer("200 OK", CHAT_TEXT_JSON)
+        }
+    })
+    .await
+}
+
+fn gemini_agents_config(base: &str) -> String {
+    format!(
+        "{}{}{}",
+        model("gemini-3-openai", &[("openai", base)]),
+        model("gemini-3-anthropic", &[("anthropic", base)]),
+        model("claude-sonnet-4-5-gem", &[("gemini", base)]),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_on_openai_and_anthropic_models() {
+    let up = json_upstream().await;
+    let gw = TestGateway::start(&gemini_agents_config(&up.base_url())).await;
+    // Its main request: topK, thought summaries and (the target takes no reasoning control)
+    // its thinking level dropped and named, its tools offered.
+    let r = gw
+        .send(post(
+            "/v1beta/models/gemini-3-openai:generateContent",
+            GEMINI_CLI,
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        dropped(&r),
+        sorted(&[
+            "generationConfig.thinkingConfig",
+            "generationConfig.thinkingConfig.includeThoughts",
+            "generationConfig.topK"
+        ])
+    );
+    let (_, sent) = up.requests().pop().unwrap();
+    assert!(sent.get("top_k").is_none());
+    let names: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"read_file"), "{names:?}");
+
+    // Its router: JSON output with a schema written in Gemini's upper-case types, lowered.
+    let want = json!({"type": "object", "properties": {
+        "complexity_reasoning": {"type": "string", "description": "Brief explanation for the score."},
+        "complexity_score": {"type": "integer", "description": "Complexity score from 1-100."}},
+        "required": ["complexity_reasoning", "complexity_score"]});
+    let r = gw
+        .send(post(
+            "/v1beta/models/gemini-3-openai:generateContent",
+            GEMINI_CLI_ROUTER,
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, sent) = up.requests().pop().unwrap();
+    assert_eq!(sent["response_format"]["type"], "json_schema");
+    assert_eq!(sent["response_format"]["json_schema"]["schema"], want);
+    let r = gw
+        .send(post(
+            "/v1beta/models/gemini-3-anthropic:generateContent",
+            GEMINI_CLI_ROUTER,
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, sent) = up.requests().pop().unwrap();
+    assert_eq!(
+        sent["output_config"]["format"],
+        json!({"type": "json_schema", "schema": want})
+    );
+    assert_eq!(sent["top_k"], 64, "Anthropic takes top_k");
+
+    // The answer to a signed call: call and result paired by Gemini CLI's id; the signature
+    // (Google's own) dropped and named.
+    let r = gw
+        .send(post(
+            "/v1beta/models/gemini-3-anthropic:generateContent",
+            GEMINI_CLI_TOOL_RESULT,
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(dropped(&r).contains(&"contents[].parts[].thoughtSignature".to_owned()));
+    let (_, sent) = up.requests().pop().unwrap();
+    let turns = sent["messages"].as_array().unwrap();
+    let n = turns.len();
+    assert_eq!(turns[n - 2]["content"][0]["type"], "tool_use");
+    assert_eq!(turns[n - 2]["content"][0]["id"], "mock-call-0001");
+    assert_eq!(turns[n - 1]["content"][0]["tool_use_id"], "mock-call-0001");
+    assert_eq!(
+        turns[n - 1]["content"][0]["content"][0]["text"],
+        "captured marker\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_cache_control_maps_to_anthropic_and_drops_on_gemini() {
+    let up = json_upstream().await;
+    let base = up.base_url();
+    let config = format!(
+        "{}{}",
+        model("claude-sonnet-4-5-oc", &[("anthropic", &base)]),
+        gemini_agents_config(&base)
+    );
+    let gw = TestGateway::start(&config).await;
+    let mut body: Value =
+        serde_json::from_str(&fixture(OPENCODE_CLAUDE, "claude-sonnet-4-5-oc")).unwrap();
+    // Answers as JSON here (the fixture streams).
+    body["stream"] = json!(false);
+    body.as_object_mut().unwrap().remove("stream_options");
+    let r = gw.send(post(CHAT, body.to_string())).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.header("x-gateway-dropped-fields").is_none());
+    let (_, sent) = up.requests().pop().unwrap();
+    assert_eq!(
+        sent["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    body["model"] = json!("claude-sonnet-4-5-gem");
+    let r = gw.send(post(CHAT, body.to_string())).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        dropped(&r).contains(&"messages[].cache_control".to_owned()),
+        "{:?}",
+        dropped(&r)
+    );
+    let (head, sent) = up.requests().pop().unwrap();
+    assert!(head.contains(":generatecontent"), "{head}");
+    assert!(!sent.to_string().contains("cache_control"));
 }

@@ -326,8 +326,9 @@ fn decode_declaration(f: &Value, at: &str, cx: &mut Verdicts) -> Result<Tool, Tr
         let k = camel(key);
         match k.as_ref() {
             "name" | "description" => {}
-            "parameters" => parameters = Some(schema::lowered(val)),
-            "parametersJsonSchema" => parameters = Some(val.clone()),
+            // Gemini's own types are upper-case; clients put them in the JSON Schema
+            // fields too (Gemini CLI's router does): lowered either way.
+            "parameters" | "parametersJsonSchema" => parameters = Some(schema::lowered(val)),
             // The shape of the function's result: the client runs it either way.
             "response" | "responseJsonSchema" => cx.hint(&format!("{at}.{k}")),
             "behavior" if val.as_str() == Some("BLOCKING") => {}
@@ -404,8 +405,7 @@ fn decode_generation_config(
             "candidateCount" if val.as_u64() == Some(1) => {}
             "candidateCount" => cx.refuse(at, "only one candidate can be translated"),
             "responseMimeType" => mime = Some(string(val, &at)?),
-            "responseSchema" => schema_v = Some(schema::lowered(val)),
-            "responseJsonSchema" => schema_v = Some(val.clone()),
+            "responseSchema" | "responseJsonSchema" => schema_v = Some(schema::lowered(val)),
             "responseModalities" if modalities_text_only(val) => {}
             "thinkingConfig" => decode_thinking(val, r, cx)?,
             "mediaResolution" | "enableEnhancedCivicAnswers" => cx.hint(&at),
