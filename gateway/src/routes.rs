@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response};
 use hyper::body::Incoming;
 
-use crate::auth::AuthOutcome;
+use crate::auth::{AuthOutcome, KeyEntry};
 use crate::body::{full, GatewayBody};
 use crate::conn::ConnState;
 use crate::dialect::Dialect;
@@ -132,22 +132,11 @@ fn gemini_models(
             "model listing requires GET",
         );
     }
-    let allowed = match gw.keys.authenticate(req.headers(), req.uri().query()) {
-        AuthOutcome::Open => None,
-        AuthOutcome::Key(i, k) => {
-            c.key = Some(i);
-            k.allowed.clone()
-        }
-        AuthOutcome::Missing | AuthOutcome::Invalid => {
-            return proxy::fail(
-                c,
-                Dialect::Gemini,
-                ErrorKind::Authentication,
-                "missing or invalid API key",
-            )
-        }
+    let key = match listing_key(&gw, req, &mut c) {
+        Ok(k) => k,
+        Err(()) => return listing_refused(c, Dialect::Gemini),
     };
-    let visible = |i: usize| allowed.as_ref().is_none_or(|a| a[i]);
+    let visible = |i: usize| key.is_none_or(|k| k.may_use(i));
     let body = match one {
         Some(name) => {
             let name = name.strip_prefix("models/").unwrap_or(name);
@@ -228,20 +217,10 @@ fn metrics(m: &Metrics) -> Response<GatewayBody> {
 fn models(gw: Arc<State>, req: &Request<Incoming>) -> Response<GatewayBody> {
     let id = request_id(&gw, req);
     let mut c = Settlement::begin(gw.clone(), Route::Models, id);
-    let body = match gw.keys.authenticate(req.headers(), req.uri().query()) {
-        AuthOutcome::Open => gw.models_json.clone(),
-        AuthOutcome::Key(i, k) => {
-            c.key = Some(i);
-            k.models_json.clone()
-        }
-        AuthOutcome::Missing | AuthOutcome::Invalid => {
-            return proxy::fail(
-                c,
-                Dialect::Chat,
-                ErrorKind::Authentication,
-                "missing or invalid API key",
-            )
-        }
+    let body = match listing_key(&gw, req, &mut c) {
+        Ok(None) => gw.models_json.clone(),
+        Ok(Some(k)) => k.models_json.clone(),
+        Err(()) => return listing_refused(c, Dialect::Chat),
     };
     c.status = 200;
     let mut r = Response::new(full(body));
@@ -251,6 +230,31 @@ fn models(gw: Arc<State>, req: &Request<Incoming>) -> Response<GatewayBody> {
     );
     proxy::set_request_ids(r.headers_mut(), &c.request_id);
     r
+}
+
+/// A model listing's key: `Ok(None)` when the gateway is open; the key's index recorded.
+fn listing_key<'g>(
+    gw: &'g State,
+    req: &Request<Incoming>,
+    c: &mut Settlement,
+) -> Result<Option<&'g KeyEntry>, ()> {
+    match gw.keys.authenticate(req.headers(), req.uri().query()) {
+        AuthOutcome::Open => Ok(None),
+        AuthOutcome::Key(i, k) => {
+            c.key = Some(i);
+            Ok(Some(k))
+        }
+        AuthOutcome::Missing | AuthOutcome::Invalid => Err(()),
+    }
+}
+
+fn listing_refused(c: Settlement, dialect: Dialect) -> Response<GatewayBody> {
+    proxy::fail(
+        c,
+        dialect,
+        ErrorKind::Authentication,
+        "missing or invalid API key",
+    )
 }
 
 /// The client's `x-request-id` when it is a sane token, else a fresh one.

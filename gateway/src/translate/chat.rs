@@ -489,12 +489,7 @@ pub(super) fn encode_request<'a>(r: &'a Request, t: TargetInfo<'a>) -> wire::Cha
         temperature: r.temperature.as_ref(),
         top_p: r.top_p.as_ref(),
         stop: &r.stop,
-        reasoning_effort: r
-            .reasoning
-            .as_ref()
-            .and_then(|re| re.effort)
-            .filter(|_| t.reasoning)
-            .map(Effort::openai),
+        reasoning_effort: r.effort_for(t.reasoning).map(Effort::openai),
         user: r.user.as_deref(),
         response_format: r.response_format.as_ref().map(|f| match f {
             ResponseFormat::Json => json!({"type": "json_object"}),

@@ -54,6 +54,17 @@ pub(crate) enum ResponseFormat {
     Schema(Value),
 }
 
+impl Request {
+    /// The effort to ask of a target: the client's, where the target's model takes a
+    /// reasoning control (`reasoning = true`); elsewhere it was dropped (`no_reasoning`).
+    pub(crate) fn effort_for(&self, target_reasons: bool) -> Option<Effort> {
+        self.reasoning
+            .as_ref()
+            .and_then(|re| re.effort)
+            .filter(|_| target_reasons)
+    }
+}
+
 /// Reasoning effort, on OpenAI's scale (Anthropic's `max` is `XHigh`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Effort {

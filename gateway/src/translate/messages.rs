@@ -438,12 +438,7 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
         o.insert("system".into(), Value::Array(blocks));
     }
     let mut output_config = Map::new();
-    if let Some(effort) = r
-        .reasoning
-        .as_ref()
-        .and_then(|re| re.effort)
-        .filter(|_| t.reasoning)
-    {
+    if let Some(effort) = r.effort_for(t.reasoning) {
         output_config.insert("effort".into(), json!(effort.anthropic()));
     }
     // JSON output with a schema (a Gemini client's responseSchema); without one it was

@@ -580,14 +580,9 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, 
             top_p: r.top_p.as_ref(),
             top_k: r.top_k.as_ref(),
             stop_sequences: &r.stop,
-            thinking_config: r
-                .reasoning
-                .as_ref()
-                .and_then(|re| re.effort)
-                .filter(|_| t.reasoning)
-                .map(|e| wire::ThinkingOut {
-                    thinking_budget: budget(e),
-                }),
+            thinking_config: r.effort_for(t.reasoning).map(|e| wire::ThinkingOut {
+                thinking_budget: budget(e),
+            }),
             response_mime_type,
             response_json_schema,
         },
