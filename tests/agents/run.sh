@@ -94,11 +94,9 @@ CASES=(
   "gemini gemini-3-anthropic tool"
   "gemini gemini-3-compat text"
   "gemini gemini-3-compat tool"
-  # Not yet: the mock answers the router's JSON-schema request with its plain text, which
-  # Gemini CLI retries with backoff 5 times (about 95 s) before it falls back to
-  # gemini-3.1-pro-preview. Passes so, near the client timeout; on once the mock answers a
-  # schema with a JSON instance of it.
-  # "gemini default text"
+  # Its default setup (no -m): the router's JSON-schema request (the mock answers a JSON
+  # instance of the schema), then the model it picked.
+  "gemini default text"
   "opencode qwen3-coder-oc text"
   "opencode qwen3-coder-oc tool"
   "opencode claude-sonnet-4-5-oc text"

@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::json::json_str;
 use super::render::Tokens;
@@ -66,7 +67,7 @@ fn base64(bytes: &[u8]) -> String {
 /// snake_case names too); any other is refused, as Google refuses it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct GenerateContentRequest {
+struct GenerateContentRequest<'a> {
     #[serde(default)]
     contents: Option<IgnoredAny>,
     /// Counted, never built: `IgnoredAny` is zero-sized, so the Vec does not allocate.
@@ -76,8 +77,14 @@ struct GenerateContentRequest {
     _tool_config: Option<IgnoredAny>,
     #[serde(default, rename = "systemInstruction", alias = "system_instruction")]
     _system_instruction: Option<IgnoredAny>,
-    #[serde(default, rename = "generationConfig", alias = "generation_config")]
-    _generation_config: Option<IgnoredAny>,
+    /// Kept as written: it may ask for JSON output (`structured`).
+    #[serde(
+        borrow,
+        default,
+        rename = "generationConfig",
+        alias = "generation_config"
+    )]
+    generation_config: Option<&'a RawValue>,
     #[serde(default, rename = "safetySettings", alias = "safety_settings")]
     _safety_settings: Option<IgnoredAny>,
     #[serde(default, rename = "cachedContent", alias = "cached_content")]
@@ -87,9 +94,17 @@ struct GenerateContentRequest {
     _model: Option<IgnoredAny>,
 }
 
-/// Checks a `generateContent` body as Google would; true when it offers tools (a non-empty
-/// `tools` list). The error is Google's message.
-pub(super) fn check_request(body: &[u8]) -> Result<bool, String> {
+/// What a checked `generateContent` body asks for.
+#[derive(Debug, Default)]
+pub(super) struct Checked<'a> {
+    /// A non-empty `tools` list.
+    pub has_tools: bool,
+    /// `generationConfig`, as written.
+    pub generation_config: Option<&'a RawValue>,
+}
+
+/// Checks a `generateContent` body as Google would. The error is Google's message.
+pub(super) fn check_request(body: &[u8]) -> Result<Checked<'_>, String> {
     let request: GenerateContentRequest = serde_json::from_slice(body).map_err(|e| {
         let e = e.to_string();
         match e.strip_prefix("unknown field `") {
@@ -103,7 +118,10 @@ pub(super) fn check_request(body: &[u8]) -> Result<bool, String> {
     if request.contents.is_none() {
         return Err("* GenerateContentRequest.contents: contents is not specified".into());
     }
-    Ok(request.tools.is_some_and(|t| !t.is_empty()))
+    Ok(Checked {
+        has_tools: request.tools.is_some_and(|t| !t.is_empty()),
+        generation_config: request.generation_config,
+    })
 }
 
 /// Checks a `countTokens` body: a JSON object (`contents` or a `generateContentRequest`).
@@ -301,13 +319,16 @@ mod tests {
 
     #[test]
     fn requests_are_checked_as_google_does() {
-        assert_eq!(check_request(br#"{"contents":[]}"#), Ok(false));
-        assert_eq!(
-            check_request(
-                br#"{"contents":[],"system_instruction":{},"generationConfig":{},"tools":[{}]}"#
-            ),
-            Ok(true)
-        );
+        let plain = check_request(br#"{"contents":[]}"#).unwrap();
+        assert!(!plain.has_tools && plain.generation_config.is_none());
+        let full = check_request(
+            br#"{"contents":[],"system_instruction":{},"generationConfig":{"topK":1},"tools":[{}]}"#,
+        )
+        .unwrap();
+        assert!(full.has_tools);
+        assert_eq!(full.generation_config.unwrap().get(), r#"{"topK":1}"#);
+        let snake = check_request(br#"{"contents":[],"generation_config":{}}"#).unwrap();
+        assert!(snake.generation_config.is_some());
         let e = check_request(br#"{"contents":[],"stream":true}"#).unwrap_err();
         assert!(e.contains(r#"Unknown name "stream""#), "{e}");
         let e = check_request(br#"{"tools":[]}"#).unwrap_err();

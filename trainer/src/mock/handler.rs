@@ -17,6 +17,7 @@ use super::gemini;
 use super::json::json_str;
 use super::probe::probe;
 use super::render::{self, Shape};
+use super::structured::{self, Format};
 use super::tool_call::{self, ToolCall};
 use super::{MockConfig, RecordedRequest, ERROR_MODEL_PREFIX};
 use crate::dialect::{Dialect, GeminiCall, GeminiMethod};
@@ -139,7 +140,8 @@ impl Shared {
             include_usage: dialect == Dialect::Chat && request.stream && request.include_usage,
             json_array: false,
         };
-        self.answer_shape(shape, &request.model, request.has_tools, &body)
+        let format = request.format.format(dialect);
+        self.answer_shape(shape, &request.model, request.has_tools, format, &body)
     }
 
     /// A Gemini call: the model is the path's, the body is checked as Google checks it.
@@ -151,11 +153,13 @@ impl Shared {
     ) -> Response<MockBody> {
         let dialect = Dialect::Gemini;
         let checked = match call.method {
-            GeminiMethod::CountTokens => gemini::check_count_tokens(body).map(|()| false),
+            GeminiMethod::CountTokens => {
+                gemini::check_count_tokens(body).map(|()| Default::default())
+            }
             _ => gemini::check_request(body),
         };
-        let has_tools = match checked {
-            Ok(has_tools) => has_tools,
+        let checked = match checked {
+            Ok(checked) => checked,
             Err(e) => return error(dialect, StatusCode::BAD_REQUEST, &e),
         };
         if let Some(status) = requested_error(call.model) {
@@ -179,30 +183,56 @@ impl Shared {
             include_usage: false,
             json_array: stream && !alt_sse,
         };
-        self.answer_shape(shape, call.model, has_tools, body)
+        let format = checked
+            .generation_config
+            .and_then(structured::gemini_format);
+        self.answer_shape(shape, call.model, checked.has_tools, format, body)
     }
 
-    /// The answer to a well-formed request: cached, unless it offers tools.
+    /// The answer to a well-formed request: cached, unless it offers tools or asks for JSON
+    /// output (`format`).
     fn answer_shape(
         &self,
         shape: Shape,
         model: &str,
         has_tools: bool,
+        format: Option<Format<'_>>,
         body: &[u8],
     ) -> Response<MockBody> {
         let rendered = if has_tools {
             match conversation::next_turn(shape.dialect, body) {
-                Ok(turn) => self.render_turn(shape, model, &turn),
+                Ok(turn) => self.render_turn(shape, model, &turn, format.as_ref()),
                 Err(e) => return error(shape.dialect, StatusCode::BAD_REQUEST, &e),
             }
         } else {
-            self.cache.get(shape, model)
+            self.ordinary(shape, model, format.as_ref())
         };
         self.respond(shape, rendered)
     }
 
-    /// A turn of a conversation with tools: rendered per request, never cached.
-    fn render_turn(&self, shape: Shape, model: &str, turn: &Turn) -> Rendered {
+    /// The ordinary answer: the cached prose, or the JSON a format asks for (rendered per
+    /// request, never cached: the cache is keyed by shape and model only).
+    fn ordinary(&self, shape: Shape, model: &str, format: Option<&Format<'_>>) -> Rendered {
+        match format {
+            None => self.cache.get(shape, model),
+            Some(format) => {
+                let text = format.text();
+                let deltas = structured::deltas(&text, self.config.chunks);
+                self.render_text(shape, model, &deltas)
+            }
+        }
+    }
+
+    /// A turn of a conversation with tools: rendered per request, never cached. Tool calls,
+    /// quoted results and what the mock says keep their form under a JSON `format`; only
+    /// the ordinary text turns into JSON.
+    fn render_turn(
+        &self,
+        shape: Shape,
+        model: &str,
+        turn: &Turn,
+        format: Option<&Format<'_>>,
+    ) -> Rendered {
         let config = &self.config;
         match turn {
             Turn::CallTool { name, arguments } => {
@@ -221,7 +251,7 @@ impl Shared {
                 let joined = results.join("; ");
                 self.render_text(shape, model, &[TOOL_RESULT_PREFIX, joined.as_str()])
             }
-            Turn::Text => self.cache.get(shape, model),
+            Turn::Text => self.ordinary(shape, model, format),
             Turn::Say(text) => self.render_text(shape, model, &[text]),
         }
     }

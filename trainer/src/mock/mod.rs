@@ -4,7 +4,8 @@
 //!
 //! Bodies are deterministic: the same request under the same [`MockConfig`] always gets
 //! the same bytes (except the per-request id headers), and rendered bodies are cached per
-//! (route, streaming mode, model) so the mock never becomes the bottleneck of a benchmark.
+//! (route, streaming mode, model) so the mock never becomes the bottleneck of a benchmark
+//! (requests with tools or asking for JSON output are rendered per request instead).
 //!
 //! # The Gemini API
 //!
@@ -65,6 +66,30 @@
 //!
 //!   Without tools a request gets the ordinary text whatever it says (the cached fast path
 //!   never reads the messages).
+//! - **Structured output:** a request that asks for JSON gets, instead of the prose, a JSON
+//!   text built from its schema (see `structured`): chat `response_format` `{"type":
+//!   "json_schema", "json_schema": {"schema": S}}`, Anthropic `output_config.format` (or the
+//!   beta's top-level `output_format`) `{"type": "json_schema", "schema": S}`, Responses
+//!   `text.format` `{"type": "json_schema", "schema": S}`, Gemini `generationConfig`
+//!   `responseJsonSchema` or `responseSchema` (snake_case too) with `responseMimeType:
+//!   "application/json"` (or none; another mime type is prose). An object has every property
+//!   of `properties`, in the schema's order; a string is `"mock <property>"` (an `enum`'s
+//!   first value, a `const` its value), an integer or number its `minimum` or 1 (`1.0`), a
+//!   boolean `true`, an array one item of `items`, `null` or an unknown type `null`; type
+//!   names in any case (Gemini's `OBJECT`, `STRING`), a type list its first non-null, an
+//!   `anyOf`/`oneOf` its first non-null branch. Gemini CLI's router schema gets
+//!   `{"complexity_reasoning":"mock complexity_reasoning","complexity_score":1}`. A JSON
+//!   object without a schema (chat and Responses `{"type": "json_object"}`, Gemini's mime type
+//!   alone) gets `{"mock":"json"}`. The JSON is delivered as the text is: whole, or streamed in
+//!   [`MockConfig::chunks`] deltas (fewer if it has fewer characters, at least one), one
+//!   output token each. Rendered per request, never from the cache.
+//!
+//!   Precedence, first match wins: an error model (or [`MockConfig::fail_status`]); tool
+//!   results (quoted as text, schema or not); a directive; a call of the first tool; then
+//!   the ordinary answer, which is the schema's JSON when one is asked for, else the prose.
+//!   So with tools offered the JSON comes with `[mock: text]`, or on Gemini when no function
+//!   is declared; a call, quoted results and `mock: tool NAME is not offered` keep their
+//!   form.
 //! - **Capture:** [`MockConfig::record_dir`] (`trainer mock --record-dir DIR`) writes each
 //!   request's body, as received, to `DIR/NNN.json` (tests/agents/capture.sh turns them into
 //!   fixtures).
@@ -85,6 +110,7 @@ mod json;
 mod probe;
 mod render;
 mod server;
+mod structured;
 mod text;
 mod tool_call;
 

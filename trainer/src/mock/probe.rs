@@ -1,11 +1,16 @@
 //! Reads the only request fields the mock's answer depends on: `model`, `stream`,
-//! `stream_options.include_usage` and whether there are `tools`. Everything else is skipped
-//! without being built (a request with tools is read again in full by `conversation`).
+//! `stream_options.include_usage`, whether there are `tools`, and the fields that may ask
+//! for JSON output (kept as raw text, read by `structured` only when present). Everything
+//! else is skipped without being built (a request with tools is read again in full by
+//! `conversation`).
 
 use std::borrow::Cow;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::structured::Requested;
 
 /// What a request asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -15,6 +20,8 @@ pub(crate) struct Probe<'a> {
     pub include_usage: bool,
     /// A non-empty `tools` list.
     pub(crate) has_tools: bool,
+    /// The fields that may ask for JSON output, as written.
+    pub(crate) format: Requested<'a>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -36,6 +43,14 @@ struct Raw<'a> {
     /// Counted, never built: `IgnoredAny` is zero-sized, so the Vec does not allocate.
     #[serde(default)]
     tools: Option<Vec<IgnoredAny>>,
+    #[serde(borrow, default)]
+    response_format: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    output_config: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    output_format: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
 }
 
 /// `#[serde(borrow)]` only borrows a `Cow` that is a field itself, not one inside `Option`.
@@ -59,6 +74,12 @@ pub(crate) fn probe(body: &[u8]) -> Result<Probe<'_>, ProbeError> {
             .and_then(|o| o.include_usage)
             .unwrap_or(false),
         has_tools: raw.tools.is_some_and(|t| !t.is_empty()),
+        format: Requested {
+            response_format: raw.response_format,
+            output_config: raw.output_config,
+            output_format: raw.output_format,
+            text: raw.text,
+        },
     })
 }
 
@@ -79,6 +100,21 @@ mod tests {
         let p = probe(br#"{"model":"a\"b","stream":null}"#).unwrap();
         assert_eq!(p.model, "a\"b");
         assert!(!p.stream && !p.include_usage && !p.has_tools);
+        assert_eq!(p.format, Requested::default());
+    }
+
+    #[test]
+    fn probe_keeps_the_format_fields_as_written() {
+        let p = probe(
+            br#"{"model":"m","response_format":{"type":"json_object"},"text":{"format":{}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.format.response_format.unwrap().get(),
+            r#"{"type":"json_object"}"#
+        );
+        assert_eq!(p.format.text.unwrap().get(), r#"{"format":{}}"#);
+        assert!(p.format.output_config.is_none() && p.format.output_format.is_none());
     }
 
     #[test]
