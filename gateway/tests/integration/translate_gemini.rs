@@ -17,6 +17,12 @@ const GEMINI_SSE: &str = concat!(
     "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"\"}]},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":8,\"candidatesTokenCount\":5}}\r\n\r\n",
 );
 
+/// `streamGenerateContent` without `alt=sse`: one JSON array of chunks.
+const GEMINI_ARRAY: &str = r#"[{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]},"index":0}],"usageMetadata":{"promptTokenCount":9}}
+,
+{"candidates":[{"content":{"role":"model","parts":[{"text":"!"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":2}}
+]"#;
+
 const CHAT_JSON: &str = r#"{"id":"chatcmpl-9","object":"chat.completion","created":1,"model":"gpt-up","choices":[{"index":0,"message":{"role":"assistant","content":"Hi there","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":4,"total_tokens":24,"prompt_tokens_details":{"cached_tokens":6}}}"#;
 
 const ANTHROPIC_SSE: &str = concat!(
@@ -36,7 +42,9 @@ async fn upstream() -> ScriptedUpstream {
             .nth(1)
             .unwrap_or_default()
             .to_owned();
-        if path.contains(":streamgeneratecontent") {
+        if path.contains(":streamgeneratecontent") && !path.contains("alt=sse") {
+            json_answer("200 OK", GEMINI_ARRAY)
+        } else if path.contains(":streamgeneratecontent") {
             sse_pieces(GEMINI_SSE, 7)
         } else if path.contains(":generatecontent") {
             json_answer("200 OK", GEMINI_JSON)
@@ -133,6 +141,25 @@ async fn gemini_passthrough_keeps_the_body_and_never_forwards_the_query_key() {
     let lines = gw.wait_logs("of both", 2, |l| l["model"] == "gem").await;
     assert_eq!(lines[1]["input_tokens"], 8);
     assert_eq!(lines[1]["output_tokens"], 5);
+
+    // Without alt=sse: the array, whole; usage from its last report.
+    let r = send(
+        gw.addr,
+        post("/v1beta/models/gem:streamGenerateContent", GEMINI_BODY).bearer(CLIENT_KEY),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(r.body, GEMINI_ARRAY.as_bytes());
+    let (head, _) = up.requests().pop().unwrap();
+    assert_eq!(
+        request_line(&head),
+        "post /v1beta/models/up-gem:streamgeneratecontent http/1.1"
+    );
+    let lines = gw
+        .wait_logs("of all three", 3, |l| l["model"] == "gem")
+        .await;
+    assert_eq!(lines[2]["input_tokens"], 9);
+    assert_eq!(lines[2]["output_tokens"], 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
