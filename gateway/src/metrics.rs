@@ -136,6 +136,8 @@ pub(crate) struct ModelSlot {
     pub(crate) upstream_protocol_errors: AtomicU64,
     pub(crate) upstream_read_errors: AtomicU64,
     pub(crate) upstream_5xx: AtomicU64,
+    /// Upstream stream events longer than the gateway reads (`sse::MAX_EVENT_BYTES`).
+    pub(crate) oversized_stream_events: AtomicU64,
 }
 
 /// Kinds of failed upstream attempts (`gateway_upstream_errors_total{kind}`).
@@ -297,7 +299,7 @@ impl Metrics {
             }
         }
         type Counter = fn(&ModelSlot) -> &AtomicU64;
-        let counters: [(&str, &str, &str, Counter); 13] = [
+        let counters: [(&str, &str, &str, Counter); 14] = [
             (
                 "gateway_tokens_total",
                 "Tokens reported by upstreams.",
@@ -366,6 +368,12 @@ impl Metrics {
                 "",
                 "kind=\"http_5xx\"",
                 |m| &m.upstream_5xx,
+            ),
+            (
+                "gateway_stream_oversized_events_total",
+                "Upstream stream events longer than the gateway reads (4 MiB): passed on with their usage unread (then estimated), or ending a translated stream.",
+                "",
+                |m| &m.oversized_stream_events,
             ),
         ];
         for (name, help, extra, get) in counters {

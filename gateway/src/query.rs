@@ -1,28 +1,45 @@
-//! The one query parameter the gateway reads itself: Google's `?key=`, the Gemini API's
-//! way to pass a key. It authenticates the client and never travels further: no upstream
-//! gets it, whatever the route (it would hand the client's key to another party).
+//! Credentials in the query string. Google's clients pass their key as `?key=` (and an
+//! OAuth token as `?access_token=`): the gateway reads either as the client's credential.
+//! Neither, nor the names other APIs and clients use for a key (`api_key`, `api-key`),
+//! ever travels further: no upstream gets them, whatever the route (that would hand the
+//! client's credential to another party), and the access log never records a query.
 
 use std::borrow::Cow;
 
-/// The value of the first `key` parameter of `query`, if any (not percent-decoded: keys
-/// are URL-safe tokens; one that is not simply fails to match).
+/// Query parameters the gateway reads as the client's credential, in order of preference.
+const READ: [&str; 2] = ["key", "access_token"];
+
+/// Query parameters that are credentials: removed from every upstream URL.
+const CREDENTIALS: [&str; 4] = ["key", "access_token", "api_key", "api-key"];
+
+/// The client's credential from `query`, if any: the first non-empty `key`, else
+/// `access_token` (not percent-decoded: keys are URL-safe tokens; one that is not simply
+/// fails to match).
 pub(crate) fn key(query: Option<&str>) -> Option<&str> {
-    query?
-        .split('&')
-        .find_map(|p| p.strip_prefix("key="))
-        .filter(|k| !k.is_empty())
+    let q = query?;
+    READ.iter().find_map(|name| {
+        q.split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(n, v)| n == name && !v.is_empty())
+            .map(|(_, v)| v)
+    })
 }
 
-/// `query` without its `key` parameters; `None` when nothing is left.
-pub(crate) fn without_key(query: Option<&str>) -> Option<Cow<'_, str>> {
+/// Whether the parameter `p` (`name=value` or a bare `name`) is a credential.
+fn is_credential(p: &str) -> bool {
+    let name = p.split_once('=').map_or(p, |(n, _)| n);
+    CREDENTIALS.contains(&name)
+}
+
+/// `query` without its credentials; `None` when nothing is left.
+pub(crate) fn without_credentials(query: Option<&str>) -> Option<Cow<'_, str>> {
     let q = query.filter(|q| !q.is_empty())?;
-    let is_key = |p: &&str| *p == "key" || p.starts_with("key=");
-    if !q.split('&').any(|p| is_key(&p)) {
+    if !q.split('&').any(is_credential) {
         return Some(Cow::Borrowed(q));
     }
     let kept: Vec<&str> = q
         .split('&')
-        .filter(|p| !is_key(p) && !p.is_empty())
+        .filter(|p| !is_credential(p) && !p.is_empty())
         .collect();
     (!kept.is_empty()).then(|| Cow::Owned(kept.join("&")))
 }
@@ -45,14 +62,33 @@ mod tests {
         assert_eq!(key(Some("monkey=1")), None);
         assert_eq!(key(Some("key=")), None);
         assert_eq!(key(None), None);
-        assert_eq!(without_key(Some("beta=true")).as_deref(), Some("beta=true"));
-        assert_eq!(without_key(Some("key=abc")), None);
         assert_eq!(
-            without_key(Some("alt=sse&key=abc&x=1")).as_deref(),
+            without_credentials(Some("beta=true")).as_deref(),
+            Some("beta=true")
+        );
+        assert_eq!(without_credentials(Some("key=abc")), None);
+        assert_eq!(
+            without_credentials(Some("alt=sse&key=abc&x=1")).as_deref(),
             Some("alt=sse&x=1")
         );
-        assert_eq!(without_key(Some("monkey=1")).as_deref(), Some("monkey=1"));
+        assert_eq!(
+            without_credentials(Some("monkey=1")).as_deref(),
+            Some("monkey=1")
+        );
         assert!(has(Some("alt=sse&key=k"), "alt", "sse"));
+    }
+
+    #[test]
+    fn every_credential_name_is_taken_out() {
+        assert_eq!(key(Some("access_token=t&x=1")), Some("t"));
+        assert_eq!(key(Some("access_token=t&key=k")), Some("k"));
+        assert_eq!(key(Some("api_key=a")), None, "not read, only removed");
+        let q = "api-version=1&key=a&api_key=b&api-key=c&access_token=d&key&keys=1";
+        assert_eq!(
+            without_credentials(Some(q)).as_deref(),
+            Some("api-version=1&keys=1")
+        );
+        assert_eq!(without_credentials(Some("api_key=b&access_token=d")), None);
         assert!(!has(Some("alt=json"), "alt", "sse"));
     }
 }

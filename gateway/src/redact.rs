@@ -61,7 +61,7 @@ impl StreamRedactor {
         } else {
             data
         };
-        let keep = data.len() - key_prefix_at_end(&data, secret);
+        let keep = data.len() - prefix_at_end(&data, secret);
         self.held.extend_from_slice(&data[keep..]);
         data.slice(..keep)
     }
@@ -112,8 +112,9 @@ impl LeakCheck {
     }
 }
 
-/// The length of the longest end of `data` that is a proper start of `secret`.
-fn key_prefix_at_end(data: &[u8], secret: &[u8]) -> usize {
+/// The length of the longest end of `data` that is a proper start of `secret` (bytes that
+/// must wait: the next ones may complete it).
+pub(crate) fn prefix_at_end(data: &[u8], secret: &[u8]) -> usize {
     let longest = (secret.len() - 1).min(data.len());
     let tail = &data[data.len() - longest..];
     // Candidates start where the key's first byte is.

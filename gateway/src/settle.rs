@@ -28,6 +28,9 @@ pub(crate) struct Settlement {
     pub(crate) prompt_estimate: u64,
     /// Set by a successful stream's body when it ends or is dropped: the events it carried.
     pub(crate) streamed_events: Option<u64>,
+    /// Stream events too long to read (`sse::MAX_EVENT_BYTES`): passed on unread, or, on a
+    /// translated stream, the end of it.
+    pub(crate) oversized_events: u64,
     pub(crate) upstream_start: Option<Instant>,
     pub(crate) upstream_ttfb: Option<Duration>,
     pub(crate) error: Option<&'static str>,
@@ -58,6 +61,7 @@ impl Settlement {
             usage: Usage::default(),
             prompt_estimate: 0,
             streamed_events: None,
+            oversized_events: 0,
             upstream_start: None,
             upstream_ttfb: None,
             error: None,
@@ -152,6 +156,9 @@ impl Drop for Settlement {
             }
             if let (true, Some(n)) = (output_estimated, self.usage.output) {
                 ModelSlot::add_tokens(&slot.estimated_output_tokens, n);
+            }
+            if self.oversized_events > 0 {
+                ModelSlot::add_tokens(&slot.oversized_stream_events, self.oversized_events);
             }
             let key = self.key.and_then(|k| gw.keys.entry(k).limiter.as_ref());
             let model = gw.models[mi].limiter.as_ref();

@@ -4,9 +4,11 @@
 //! may be split anywhere across reads, including inside a UTF-8 character, so it works on
 //! bytes and only hands out complete events (terminated by a blank line).
 
-/// Longest event the parser buffers. A longer one is skipped for accounting (never for
-/// passthrough), so a hostile upstream cannot grow the gateway's memory without bound.
-const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+/// Longest event the parser buffers. A longer one is skipped (and counted, see
+/// [`SseParser::oversized`]): a passthrough stream still carries it to the client, only its
+/// usage goes unread; a translated one cannot translate it. So a hostile upstream cannot grow
+/// the gateway's memory without bound: a stream's parser holds at most about twice this.
+pub(crate) const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
 /// One complete event: its `event:` name (empty if none) and its `data:` lines joined by `\n`.
 #[derive(Debug, PartialEq, Eq)]
@@ -23,7 +25,9 @@ pub(crate) struct SseParser {
     data: Vec<u8>,
     has_data: bool,
     /// The current event grew past [`MAX_EVENT_BYTES`]; drop it at its terminator.
-    oversized: bool,
+    skipping: bool,
+    /// Events skipped for their size.
+    oversized: u64,
 }
 
 impl SseParser {
@@ -48,8 +52,9 @@ impl SseParser {
         }
         if !chunk.is_empty() {
             if self.partial.len() + chunk.len() > MAX_EVENT_BYTES {
-                self.oversized = true;
-                self.partial.clear();
+                self.skip();
+                // Freed, not cleared: the memory of a rare huge event is not kept.
+                self.partial = Vec::new();
             } else {
                 self.partial.extend_from_slice(chunk);
             }
@@ -59,13 +64,26 @@ impl SseParser {
     /// Whether the bytes fed so far stop inside an event (a partial line, or data lines
     /// without their blank-line terminator): a stream that ends here was cut.
     pub(crate) fn is_mid_event(&self) -> bool {
-        !self.partial.is_empty() || self.has_data || self.oversized
+        !self.partial.is_empty() || self.has_data || self.skipping
+    }
+
+    /// Events skipped so far because they were longer than [`MAX_EVENT_BYTES`] (the one
+    /// being skipped included).
+    pub(crate) fn oversized(&self) -> u64 {
+        self.oversized
+    }
+
+    fn skip(&mut self) {
+        if !self.skipping {
+            self.skipping = true;
+            self.oversized += 1;
+        }
     }
 
     fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
-            if self.has_data && !self.oversized {
+            if self.has_data && !self.skipping {
                 on_event(SseEvent {
                     event: &self.event,
                     data: &self.data,
@@ -74,10 +92,10 @@ impl SseParser {
             self.event.clear();
             self.data.clear();
             self.has_data = false;
-            self.oversized = false;
+            self.skipping = false;
             return;
         }
-        if self.oversized {
+        if self.skipping {
             return;
         }
         let (field, value) = match line.iter().position(|&b| b == b':') {
@@ -96,8 +114,8 @@ impl SseParser {
                 self.data.extend_from_slice(value);
                 self.has_data = true;
                 if self.data.len() > MAX_EVENT_BYTES {
-                    self.oversized = true;
-                    self.data.clear();
+                    self.skip();
+                    self.data = Vec::new();
                 }
             }
             b"event" => {
@@ -183,5 +201,20 @@ mod tests {
         p.feed(&big, |_| {});
         p.feed(b"\n\ndata: ok\n\n", |e| n.push(e.data.to_vec()));
         assert_eq!(n, vec![b"ok".to_vec()]);
+        assert_eq!(p.oversized(), 1);
+    }
+
+    /// A line that never ends, 64 KiB at a time: counted once, memory bounded.
+    #[test]
+    fn an_endless_line_is_counted_once_and_bounded() {
+        let mut p = SseParser::new();
+        p.feed(b"data: ", |_| {});
+        let piece = vec![b'x'; 64 * 1024];
+        for _ in 0..(3 * MAX_EVENT_BYTES / piece.len()) {
+            p.feed(&piece, |_| panic!("no event"));
+            assert!(p.partial.capacity() + p.data.capacity() <= 2 * MAX_EVENT_BYTES);
+        }
+        assert_eq!(p.oversized(), 1);
+        assert!(p.is_mid_event());
     }
 }

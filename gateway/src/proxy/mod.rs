@@ -2,7 +2,7 @@
 //! to the model's targets in failover order, and pass the answer back.
 
 mod count_tokens;
-mod encoding;
+pub(crate) mod encoding;
 pub(crate) mod request;
 mod rewrite;
 mod stream;
@@ -123,8 +123,8 @@ pub(crate) async fn handle(
     }
     let model = &gw.models[mi];
     let targets = &model.targets[dialect.index()];
-    // Whatever the route, the client's `?key=` never goes upstream.
-    let query = crate::query::without_key(parts.uri.query());
+    // Whatever the route, credentials in the query (`?key=`, `?api_key=`...) never go upstream.
+    let query = crate::query::without_credentials(parts.uri.query());
     if op == Op::CountTokens {
         let query = query.as_deref();
         return count_tokens::answer(c, dialect, targets, &parts.headers, &body, &head, query)
@@ -472,7 +472,12 @@ async fn respond(
                     crate::usage::from_body
                 };
                 let usage = if gzip {
-                    encoding::gunzip(&bytes, gw.max_response_body_bytes).and_then(|p| read(&p))
+                    let (z, max) = (bytes.clone(), gw.max_response_body_bytes);
+                    let big = z.len() >= OFF_RUNTIME_BYTES / 16;
+                    off_runtime(big, move || {
+                        encoding::gunzip(&z, max).and_then(|p| read(&p))
+                    })
+                    .await
                 } else {
                     read(&bytes)
                 };
@@ -481,7 +486,10 @@ async fn respond(
                 if gzip {
                     // Compressed bytes cannot be searched: the error goes to the client
                     // decoded (and its encoding header with it), redacted.
-                    let Some(plain) = encoding::gunzip(&bytes, gw.max_response_body_bytes) else {
+                    let (z, max) = (bytes.clone(), gw.max_response_body_bytes);
+                    let big = z.len() >= OFF_RUNTIME_BYTES / 16;
+                    let Some(plain) = off_runtime(big, move || encoding::gunzip(&z, max)).await
+                    else {
                         return fail(
                             c,
                             dialect,
@@ -565,7 +573,9 @@ async fn respond_translated(
         Err(e) => return buffer_failed(c, dialect, e),
     };
     let plain = if gzip {
-        match encoding::gunzip(&bytes, gw.max_response_body_bytes) {
+        let (z, max) = (bytes.clone(), gw.max_response_body_bytes);
+        let big = z.len() >= OFF_RUNTIME_BYTES / 16;
+        match off_runtime(big, move || encoding::gunzip(&z, max)).await {
             Some(p) => Bytes::from(p),
             None => {
                 return fail(
@@ -580,7 +590,17 @@ async fn respond_translated(
         bytes
     };
     let translated = if parts.status.is_success() {
-        match translate::translate_response(dialect, target.upstream, &hub.view, &plain) {
+        let up = target.upstream;
+        let result = if plain.len() < OFF_RUNTIME_BYTES {
+            translate::translate_response(dialect, up, &hub.view, &plain)
+        } else {
+            let (view, body) = (hub.view.clone(), plain.clone());
+            off_runtime(true, move || {
+                translate::translate_response(dialect, up, &view, &body)
+            })
+            .await
+        };
+        match result {
             Ok((b, usage)) => {
                 c.usage = usage.accounting();
                 b
@@ -605,6 +625,22 @@ async fn respond_translated(
     );
     *out.body_mut() = BufferedBody::new(translated, reservation).boxed();
     out
+}
+
+/// Work on a body this big (translating it; gunzipping a sixteenth of it) goes to the
+/// blocking pool: a megabyte takes milliseconds, and on a runtime worker that stalls every
+/// other request the worker carries, the health check among them.
+const OFF_RUNTIME_BYTES: usize = 1 << 20;
+
+/// Runs `work` here when it is small, else on the blocking pool.
+async fn off_runtime<T: Send + 'static>(big: bool, work: impl FnOnce() -> T + Send + 'static) -> T {
+    if !big {
+        return work();
+    }
+    match tokio::task::spawn_blocking(work).await {
+        Ok(t) => t,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 /// `text/event-stream`, in any case (media types are case-insensitive), parameters allowed.

@@ -104,7 +104,7 @@ impl AccountedStream {
 
     fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
         if let Some(mut c) = self.settlement.take() {
-            record(&mut c, &self.usage);
+            record(&mut c, &self.usage, &self.parser);
             c.error = error;
             if let Some(s) = status {
                 c.status = s;
@@ -116,16 +116,18 @@ impl AccountedStream {
 impl Drop for AccountedStream {
     fn drop(&mut self) {
         if let Some(c) = &mut self.settlement {
-            record(c, &self.usage);
+            record(c, &self.usage, &self.parser);
         }
     }
 }
 
-/// What the stream read goes to the settlement: the usage, and the events for an estimate.
-fn record(c: &mut Settlement, usage: &StreamUsage) {
+/// What the stream read goes to the settlement: the usage, and the events for an estimate
+/// (those too long to read among them: they carried output all the same).
+fn record(c: &mut Settlement, usage: &StreamUsage, parser: &SseParser) {
     c.usage = usage.usage();
+    c.oversized_events = parser.oversized();
     if let Some(n) = &mut c.streamed_events {
-        *n = usage.events();
+        *n = usage.events() + parser.oversized();
     }
 }
 

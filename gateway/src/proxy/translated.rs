@@ -83,7 +83,12 @@ impl Body for TranslatedStream {
                         None => translator.feed(chunk, &mut out),
                         Some(gz) => gz.feed(chunk, |plain| translator.feed(plain, &mut out)),
                     }
-                    if translator.is_done() {
+                    if translator.oversized() > 0 {
+                        this.finished = true;
+                        this.upstream.oversized(translator.oversized());
+                        let error = Some("upstream_event_too_large");
+                        this.upstream.end(|| usage(translator), error, Some(502));
+                    } else if translator.is_done() {
                         this.finished = true;
                         this.upstream.end(|| usage(translator), None, None);
                     } else {

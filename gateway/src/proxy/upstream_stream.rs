@@ -105,6 +105,13 @@ impl UpstreamStream {
         self.end(usage, Some("upstream_read_error"), Some(502));
     }
 
+    /// The stream had `n` events too long to read (counted when the request settles).
+    pub(super) fn oversized(&mut self, n: u64) {
+        if let Some(c) = &mut self.settlement {
+            c.oversized_events = n;
+        }
+    }
+
     /// Records the end of the stream (once; later calls do nothing).
     #[inline]
     pub(super) fn end(

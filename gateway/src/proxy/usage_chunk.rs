@@ -11,10 +11,19 @@ use memchr::memmem;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+/// The most of one event the filter holds back while it may still be the usage chunk (a
+/// real one is under 1 KiB). Past it, or once its `"choices":[` is seen not to be empty, the
+/// event is known to be kept and its bytes flow as they come: a long or endless line is
+/// never held whole.
+pub(super) const MAX_HELD_EVENT: usize = 4096;
+
 #[derive(Debug, Default)]
 pub(super) struct UsageChunkFilter {
-    /// The start of an event whose terminating blank line has not arrived.
+    /// The start of an event whose terminating blank line has not arrived and that may
+    /// still be the usage chunk.
     pending: Vec<u8>,
+    /// The event being read is known to be kept: its bytes go on as they arrive.
+    passing: Option<Passing>,
     /// The current line has no byte yet.
     line_empty: bool,
     /// The last byte was a CR (a LF right after it ends nothing more).
@@ -36,8 +45,9 @@ impl UsageChunkFilter {
         }
     }
 
-    /// The bytes of `chunk` to send on: complete events other than the usage-only chunk.
-    /// While every event passes, that is a slice of `chunk` (no copy).
+    /// The bytes of `chunk` to send on: complete events other than the usage-only chunk,
+    /// and the part so far of an event known to be kept. While every event passes whole,
+    /// that is a slice of `chunk` (no copy).
     pub(super) fn feed(&mut self, chunk: &Bytes) -> Bytes {
         // Set once the output stops being a prefix of `chunk`; until then it is ..kept.
         let mut out: Option<Vec<u8>> = None;
@@ -66,7 +76,12 @@ impl UsageChunkFilter {
             if b == b'\r' && chunk.get(end) == Some(&b'\n') {
                 end += 1;
             }
-            if !self.pending.is_empty() {
+            if let Some(mut p) = self.passing.take() {
+                // Only the first event of a chunk can have begun before it: `out` is empty.
+                let o = out.get_or_insert_with(Vec::new);
+                p.pass(&chunk[start..end], o);
+                p.end(o);
+            } else if !self.pending.is_empty() {
                 self.pending.extend_from_slice(&chunk[start..end]);
                 let o = out.get_or_insert_with(Vec::new);
                 keep(&self.pending, o);
@@ -84,7 +99,21 @@ impl UsageChunkFilter {
             }
             start = end;
         }
-        self.pending.extend_from_slice(&chunk[start..]);
+        let rest = &chunk[start..];
+        if !rest.is_empty() {
+            if self.passing.is_none() {
+                self.pending.extend_from_slice(rest);
+                if is_kept(&self.pending) {
+                    let mut p = Passing::default();
+                    let o = out.get_or_insert_with(|| chunk[..kept].to_vec());
+                    p.pass(&self.pending, o);
+                    self.pending.clear();
+                    self.passing = Some(p);
+                }
+            } else if let Some(p) = &mut self.passing {
+                p.pass(rest, out.get_or_insert_with(Vec::new));
+            }
+        }
         match out {
             Some(v) => Bytes::from(v),
             None => chunk.slice(..kept),
@@ -93,7 +122,67 @@ impl UsageChunkFilter {
 
     /// What is left at the end of the stream (an unterminated last event), sent as it is.
     pub(super) fn finish(&mut self) -> Bytes {
-        Bytes::from(std::mem::take(&mut self.pending))
+        let mut out = std::mem::take(&mut self.pending);
+        if let Some(p) = self.passing.take() {
+            p.end(&mut out);
+        }
+        Bytes::from(out)
+    }
+
+    /// Bytes held back now (for the bound's test).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.pending.len() + self.passing.as_ref().map_or(0, |p| p.held.len())
+    }
+}
+
+/// Whether the start of an unterminated event already shows it is not the usage chunk.
+fn is_kept(start: &[u8]) -> bool {
+    if start.len() > MAX_HELD_EVENT {
+        return true;
+    }
+    const CHOICES: &[u8] = b"\"choices\":[";
+    memmem::find(start, CHOICES)
+        .and_then(|at| start.get(at + CHOICES.len()))
+        .is_some_and(|&b| b != b']')
+}
+
+/// An event on its way before its end arrived: only its `"usage":null` member comes out,
+/// so the few bytes that may begin that member wait for the next ones.
+#[derive(Debug, Default)]
+struct Passing {
+    held: Vec<u8>,
+    /// The member was taken out (once per event, as [`keep`] does).
+    cut: bool,
+}
+
+impl Passing {
+    fn pass(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        if self.cut {
+            out.extend_from_slice(bytes);
+            return;
+        }
+        let joined;
+        let data = if self.held.is_empty() {
+            bytes
+        } else {
+            joined = [&self.held[..], bytes].concat();
+            &joined[..]
+        };
+        if let Some(at) = memmem::find(data, NULL_USAGE) {
+            out.extend_from_slice(&data[..at]);
+            out.extend_from_slice(&data[at + NULL_USAGE.len()..]);
+            self.held.clear();
+            self.cut = true;
+            return;
+        }
+        let keep = data.len() - crate::redact::prefix_at_end(data, NULL_USAGE);
+        out.extend_from_slice(&data[..keep]);
+        self.held = data[keep..].to_vec();
+    }
+
+    fn end(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.held);
     }
 }
 
@@ -196,6 +285,67 @@ mod tests {
         let out = f.feed(&b);
         assert_eq!(out.as_ptr(), b.as_ptr());
         assert_eq!(out.len(), b.len());
+    }
+
+    /// An upstream that sends one endless line: what the client gets keeps up with what
+    /// came, less a few bytes that may begin `,"usage":null`.
+    #[test]
+    fn a_line_that_never_ends_flows_as_it_comes() {
+        let mut f = UsageChunkFilter::new();
+        let mut sent = 0;
+        let head = "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"";
+        let mut out = f.feed(&Bytes::from(head)).len();
+        sent += head.len();
+        for _ in 0..1000 {
+            let piece = Bytes::from(vec![b'x'; 1000]);
+            out += f.feed(&piece).len();
+            sent += piece.len();
+            assert_eq!(out, sent, "nothing held in a line known to be kept");
+        }
+        // The end of the event, with the member to take out split across pieces.
+        out += f.feed(&Bytes::from("\"}}],\"us")).len();
+        out += f.feed(&Bytes::from("age\":null}\n\n")).len();
+        sent += "\"}}],\"usage\":null}\n\n".len();
+        assert_eq!(out, sent - NULL_USAGE.len());
+        assert_eq!(f.held(), 0);
+    }
+
+    /// An event that never says what it is stops being held at the bound.
+    #[test]
+    fn an_undecided_event_is_held_no_longer_than_the_bound() {
+        let mut f = UsageChunkFilter::new();
+        let mut out = Vec::new();
+        let mut sent = Vec::new();
+        for _ in 0..100 {
+            let piece = Bytes::from(vec![b'y'; 100]);
+            out.extend_from_slice(&f.feed(&piece));
+            sent.extend_from_slice(&piece);
+            assert!(f.held() <= MAX_HELD_EVENT, "held {}", f.held());
+        }
+        assert_eq!(out.len(), sent.len());
+        let tail = f.feed(&Bytes::from_static(b"\n\ndata: [DONE]\n\n"));
+        out.extend_from_slice(&tail);
+        out.extend_from_slice(&f.finish());
+        sent.extend_from_slice(b"\n\ndata: [DONE]\n\n");
+        assert_eq!(out, sent);
+    }
+
+    /// Cut anywhere, a stream of long events comes out as the whole-event filter says.
+    #[test]
+    fn long_events_cut_anywhere() {
+        let long = format!(
+            "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}],\"usage\":null}}\n\n",
+            "z".repeat(3 * MAX_HELD_EVENT)
+        );
+        let bare = format!("data: {}\n\n", "w".repeat(2 * MAX_HELD_EVENT));
+        let stream = format!("{long}{USAGE}{bare}{DELTA}{long}{DONE}");
+        let mut want = Vec::new();
+        for event in [&long, USAGE, &bare, DELTA, &long, DONE] {
+            keep(event.as_bytes(), &mut want);
+        }
+        for n in [1, 13, 4095, 4097, 10_000, 100_000] {
+            assert_eq!(through(&stream, n).as_bytes(), &want[..], "pieces of {n}");
+        }
     }
 
     #[test]

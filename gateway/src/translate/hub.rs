@@ -301,6 +301,17 @@ pub(crate) enum ToolChoice {
     Named(String),
 }
 
+/// Tool calls one translated answer may carry, from any upstream, streamed or not: real
+/// answers make a handful, and the bound keeps a hostile upstream from making the gateway
+/// write megabytes of calls. Past it, a stream ends with an error event and a buffered
+/// answer is a 502.
+pub(crate) const MAX_TOOL_CALLS: usize = 1024;
+
+/// Why an answer past [`MAX_TOOL_CALLS`] was cut.
+pub(crate) fn too_many_tool_calls() -> String {
+    format!("the upstream started more than {MAX_TOOL_CALLS} tool calls in one answer")
+}
+
 /// A complete (non-streaming) answer.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Response {

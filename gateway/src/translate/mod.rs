@@ -203,6 +203,13 @@ pub(crate) fn translate_response(
             ))
         }
     };
+    let calls = resp
+        .output
+        .iter()
+        .filter(|o| matches!(o, hub::Output::ToolCall { .. }));
+    if calls.count() > hub::MAX_TOOL_CALLS {
+        return Err(UpstreamShapeError(hub::too_many_tool_calls()));
+    }
     let out = match client {
         Dialect::Chat => chat::encode_response(&resp),
         Dialect::Messages => messages::encode_response(&resp),

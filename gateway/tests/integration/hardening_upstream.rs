@@ -648,16 +648,6 @@ async fn upstream_key_is_redacted_from_every_body() {
     assert_eq!(line["error"], "upstream_key_in_stream", "{line}");
 }
 
-/// The gateway's peak resident memory so far (`VmHWM`), in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/PID/status")
-}
-
 // Issue 21, item 4: a gzip bomb in a stream (64 KiB that inflate to 64 MiB, in one frame)
 // is decoded a slice at a time: the gateway's memory does not grow by the inflated size.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

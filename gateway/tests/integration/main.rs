@@ -9,6 +9,7 @@ mod failover;
 mod garbage;
 mod hardening_client;
 mod hardening_lifecycle;
+mod hardening_streams;
 mod hardening_upstream;
 mod lifecycle;
 mod ratelimit;

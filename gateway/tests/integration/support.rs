@@ -178,7 +178,13 @@ impl TestGateway {
         let mut child = cmd
             .arg("--config")
             .arg(&path)
-            .args(["--listen", "127.0.0.1:0", "--workers", "2"])
+            .args(["--listen", "127.0.0.1:0"])
+            // Two workers unless the test chose.
+            .args(if opts.args.iter().any(|a| a == "--workers") {
+                &[][..]
+            } else {
+                &["--workers", "2"][..]
+            })
             .args(&opts.args)
             .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
             .envs(opts.env.iter().map(|(k, v)| (k, v)))
@@ -832,6 +838,16 @@ pub async fn read_request(s: &mut tokio::net::TcpStream) -> Option<(String, Vec<
         buf.extend_from_slice(&chunk[..n]);
     }
     Some((head, buf[body_start..body_start + len].to_vec()))
+}
+
+/// The gateway's peak resident memory so far (`VmHWM`), in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
 }
 
 /// An upstream whose every connection is handed to `handler` after its first request was

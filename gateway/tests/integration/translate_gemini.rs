@@ -162,19 +162,97 @@ async fn gemini_passthrough_keeps_the_body_and_never_forwards_the_query_key() {
     assert_eq!(lines[2]["output_tokens"], 2);
 }
 
+// Issue 40, item 3: a credential in the query string (Google's `key` and `access_token`,
+// and the `api_key` / `api-key` other clients use) reaches neither an upstream nor the
+// access log, on any route, passthrough or translated; `key` and `access_token` are read
+// as the client's key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_query_key_is_never_forwarded_on_any_route() {
     let up = upstream().await;
     let gw = TestGateway::start(&config(&up.base_url())).await;
-    let path = format!("/v1/chat/completions?key={CLIENT_KEY}&beta=true");
-    let r = send(gw.addr, post(&path, body(CHAT, "gpt", false))).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
-    let (head, _) = up.requests().pop().unwrap();
+    let leak = "leak-0123456789";
+    let spies = format!("key={leak}&api_key={leak}&api-key={leak}&access_token={leak}");
+    let cases = [
+        (
+            format!("/v1/chat/completions?key={CLIENT_KEY}&beta=true"),
+            CHAT,
+            "gpt",
+            false,
+        ),
+        (
+            format!("/v1/chat/completions?api-version=1&{spies}"),
+            CHAT,
+            "gpt",
+            true,
+        ),
+        (
+            format!("/v1/messages?beta=true&{spies}"),
+            MESSAGES,
+            "claude",
+            true,
+        ),
+        (format!("/v1/responses?{spies}"), RESPONSES, "gpt", true),
+        // Translated: a chat client on the Anthropic model.
+        (
+            format!("/v1/chat/completions?{spies}&x=1"),
+            CHAT,
+            "claude",
+            true,
+        ),
+    ];
+    for (path, route, model, header_key) in &cases {
+        // The scripted Anthropic upstream always streams.
+        let mut req = post(path, body(route, model, *model == "claude"));
+        if *header_key {
+            req = req.bearer(CLIENT_KEY);
+        }
+        let r = send(gw.addr, req).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.text());
+    }
+    let sent: Vec<String> = up
+        .requests()
+        .iter()
+        .map(|(h, _)| request_line(h).to_owned())
+        .collect();
     assert_eq!(
-        request_line(&head),
-        "post /v1/chat/completions?beta=true http/1.1"
+        sent,
+        [
+            "post /v1/chat/completions?beta=true http/1.1",
+            "post /v1/chat/completions?api-version=1 http/1.1",
+            "post /v1/messages?beta=true http/1.1",
+            "post /v1/responses http/1.1",
+            // A translated request carries none of the client dialect's query.
+            "post /v1/messages http/1.1",
+        ]
     );
-    assert!(!head.contains(CLIENT_KEY), "{head}");
+    for (head, body) in up.requests() {
+        assert!(!head.contains(CLIENT_KEY) && !head.contains(leak), "{head}");
+        assert!(!body.to_string().contains(leak));
+    }
+    let lines = gw.wait_logs("five requests", 5, |_| true).await;
+    for l in &lines {
+        let line = l.to_string();
+        assert!(!line.contains(leak) && !line.contains(CLIENT_KEY), "{line}");
+    }
+    // An OAuth-style `access_token` is a client credential too; `api_key` is not read.
+    let r = send(
+        gw.addr,
+        post(
+            &format!("/v1/chat/completions?access_token={CLIENT_KEY}"),
+            body(CHAT, "gpt", false),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let r = send(
+        gw.addr,
+        post(
+            &format!("/v1/chat/completions?api_key={CLIENT_KEY}"),
+            body(CHAT, "gpt", false),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

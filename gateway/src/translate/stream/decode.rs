@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::dialect::Dialect;
 use crate::sse::SseEvent;
-use crate::translate::hub::{Event, StopReason, Usage};
+use crate::translate::hub::{self, Event, StopReason, Usage, MAX_TOOL_CALLS};
 use crate::translate::{chat, gemini, messages, wire};
 
 pub(crate) enum Decoder {
@@ -67,14 +67,10 @@ pub(crate) struct ChatDecoder {
     started: bool,
     stopped: bool,
     /// Chat `tool_calls[].index` values already started: a set, as one upstream chunk can
-    /// name thousands (a list made that quadratic), and bounded by [`MAX_TOOL_CALLS`].
+    /// name thousands (a list made that quadratic), and bounded by [`MAX_TOOL_CALLS`] here
+    /// already, so a chunk naming more costs no more than the bound.
     tools: std::collections::HashSet<u64>,
 }
-
-/// Tool calls one translated answer may start; past it the stream ends with an error. Real
-/// answers start a handful; the bound keeps a hostile upstream from making the gateway
-/// write megabytes of calls from one chunk.
-const MAX_TOOL_CALLS: usize = 1024;
 
 impl ChatDecoder {
     /// Chunks are read through typed, borrowed structs ([`wire::ChunkIn`]): a `Value` tree
@@ -123,9 +119,7 @@ impl ChatDecoder {
                         if self.tools.len() == MAX_TOOL_CALLS {
                             out.push(Event::Error {
                                 kind: "api_error".into(),
-                                message: format!(
-                                    "the upstream started more than {MAX_TOOL_CALLS} tool calls in one answer"
-                                ),
+                                message: hub::too_many_tool_calls(),
                             });
                             return;
                         }

@@ -12,7 +12,7 @@ mod encode_responses;
 use crate::dialect::Dialect;
 use crate::sse::SseParser;
 
-use super::hub::{ClientView, Event, Usage};
+use super::hub::{self, ClientView, Event, Usage};
 use decode::Decoder;
 use encode_chat::ChatEncoder;
 use encode_gemini::GeminiEncoder;
@@ -57,6 +57,9 @@ pub(crate) struct Translator {
     usage: Option<Usage>,
     /// Upstream events read.
     events: u64,
+    /// Tool calls the answer started (bounded by [`hub::MAX_TOOL_CALLS`] whatever the
+    /// upstream's dialect).
+    tool_calls: usize,
     /// The answer ended (or failed): later upstream bytes are ignored.
     done: bool,
 }
@@ -82,6 +85,7 @@ impl Translator {
             pending: Vec::new(),
             usage: None,
             events: 0,
+            tool_calls: 0,
             done: false,
         }
     }
@@ -94,7 +98,25 @@ impl Translator {
             *events += 1;
             decoder.decode(&ev, pending)
         });
+        if parser.oversized() > 0 && !self.done {
+            // Skipped unread, its part of the answer is lost: translating on would hand the
+            // client an answer with a hole in it.
+            let message = format!(
+                "the upstream sent a stream event longer than the gateway translates ({} MiB)",
+                crate::sse::MAX_EVENT_BYTES >> 20
+            );
+            pending.push(Event::Error {
+                kind: "api_error".into(),
+                message,
+            });
+        }
         self.flush(out);
+    }
+
+    /// Upstream events skipped because they were too long to read; the first ended the
+    /// answer with an error.
+    pub(crate) fn oversized(&self) -> u64 {
+        self.parser.oversized()
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) {
@@ -102,8 +124,21 @@ impl Translator {
             if self.done {
                 continue;
             }
-            if let Event::Usage(u) = &e {
-                self.usage = Some(*u);
+            match &e {
+                Event::Usage(u) => self.usage = Some(*u),
+                Event::ToolCallStart { .. } => {
+                    self.tool_calls += 1;
+                    if self.tool_calls > hub::MAX_TOOL_CALLS {
+                        let error = Event::Error {
+                            kind: "api_error".into(),
+                            message: hub::too_many_tool_calls(),
+                        };
+                        self.encoder.encode(&error, out);
+                        self.done = true;
+                        continue;
+                    }
+                }
+                _ => {}
             }
             self.encoder.encode(&e, out);
             self.done = matches!(e, Event::End | Event::Error { .. });
