@@ -67,6 +67,11 @@ impl SseParser {
         !self.partial.is_empty() || self.has_data || self.skipping
     }
 
+    /// Bytes of an incomplete event held so far.
+    pub(crate) fn held(&self) -> usize {
+        self.partial.len() + self.data.len()
+    }
+
     /// Events skipped so far because they were longer than [`MAX_EVENT_BYTES`] (the one
     /// being skipped included).
     pub(crate) fn oversized(&self) -> u64 {

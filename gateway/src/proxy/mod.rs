@@ -643,6 +643,17 @@ async fn off_runtime<T: Send + 'static>(big: bool, work: impl FnOnce() -> T + Se
     }
 }
 
+/// Runs `work` in place, the worker's other tasks handed to another thread meanwhile (for
+/// work on a body that cannot move: a stream's state). Only a multi-threaded runtime can
+/// do that; on another, `work` just runs.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
 /// `text/event-stream`, in any case (media types are case-insensitive), parameters allowed.
 fn is_sse(headers: &HeaderMap) -> bool {
     const SSE: &[u8] = b"text/event-stream";

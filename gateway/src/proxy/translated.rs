@@ -80,8 +80,15 @@ impl Body for TranslatedStream {
                     };
                     let mut out = Vec::new();
                     match this.upstream.gzip_side() {
+                        None if translator.held() + chunk.len() >= super::OFF_RUNTIME_BYTES => {
+                            // An event of megabytes takes milliseconds to translate: the
+                            // worker's other tasks move to another thread meanwhile.
+                            super::blocking(|| translator.feed(chunk, &mut out))
+                        }
                         None => translator.feed(chunk, &mut out),
-                        Some(gz) => gz.feed(chunk, |plain| translator.feed(plain, &mut out)),
+                        Some(gz) => super::blocking(|| {
+                            gz.feed(chunk, |plain| translator.feed(plain, &mut out))
+                        }),
                     }
                     if translator.oversized() > 0 {
                         this.finished = true;

@@ -113,6 +113,12 @@ impl Translator {
         self.flush(out);
     }
 
+    /// Bytes of an incomplete upstream event held: with the next chunk, the size of the
+    /// event it may complete.
+    pub(crate) fn held(&self) -> usize {
+        self.parser.held()
+    }
+
     /// Upstream events skipped because they were too long to read; the first ended the
     /// answer with an error.
     pub(crate) fn oversized(&self) -> u64 {
