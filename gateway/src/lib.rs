@@ -18,6 +18,8 @@ mod conn;
 mod dialect;
 mod entry;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod headers;
 mod metrics;
 mod proxy;

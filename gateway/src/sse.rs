@@ -2,7 +2,9 @@
 //!
 //! The gateway passes stream bytes through untouched; this parser only watches them. Events
 //! may be split anywhere across reads, including inside a UTF-8 character, so it works on
-//! bytes and only hands out complete events (terminated by a blank line).
+//! bytes and only hands out complete events (terminated by a blank line). Lines end at LF or
+//! CRLF. A lone CR, which the SSE spec also allows, ends no line here: no upstream the
+//! gateway speaks to sends one, and such a stream's bytes still pass, only unread.
 
 /// Longest event the parser buffers. A longer one is skipped (and counted, see
 /// [`SseParser::oversized`]): a passthrough stream still carries it to the client, only its
@@ -28,6 +30,8 @@ pub(crate) struct SseParser {
     skipping: bool,
     /// Events skipped for their size.
     oversized: u64,
+    /// The line being read was too long and its start is gone: the rest of it is dropped.
+    line_dropped: bool,
 }
 
 impl SseParser {
@@ -40,6 +44,13 @@ impl SseParser {
         while let Some(nl) = chunk.iter().position(|&b| b == b'\n') {
             let (line, rest) = chunk.split_at(nl);
             chunk = &rest[1..];
+            if self.line_dropped {
+                // The end of a line too long to keep goes with it: were it read as a line,
+                // an empty end would pass for the blank line that ends an event.
+                self.line_dropped = false;
+                self.partial.clear();
+                continue;
+            }
             if self.partial.is_empty() {
                 self.line(line, &mut on_event);
             } else {
@@ -53,6 +64,7 @@ impl SseParser {
         if !chunk.is_empty() {
             if self.partial.len() + chunk.len() > MAX_EVENT_BYTES {
                 self.skip();
+                self.line_dropped = true;
                 // Freed, not cleared: the memory of a rare huge event is not kept.
                 self.partial = Vec::new();
             } else {
@@ -207,6 +219,22 @@ mod tests {
         p.feed(b"\n\ndata: ok\n\n", |e| n.push(e.data.to_vec()));
         assert_eq!(n, vec![b"ok".to_vec()]);
         assert_eq!(p.oversized(), 1);
+    }
+
+    /// Found by the fuzzer: a dropped long line whose `\n` starts the next chunk ended its
+    /// event there, and the event's later `data:` lines came out as an event of their own.
+    #[test]
+    fn the_end_of_a_dropped_line_is_no_blank_line() {
+        for nl in ["\n", "\r\n"] {
+            let mut p = SseParser::new();
+            let mut n = Vec::new();
+            p.feed(b"data: ", |_| {});
+            p.feed(&vec![b'x'; MAX_EVENT_BYTES + 1], |_| {});
+            let rest = format!("{nl}data: tail{nl}{nl}data: ok{nl}{nl}");
+            p.feed(rest.as_bytes(), |e| n.push(e.data.to_vec()));
+            assert_eq!(n, vec![b"ok".to_vec()], "{nl:?}");
+            assert_eq!(p.oversized(), 1);
+        }
     }
 
     /// A line that never ends, 64 KiB at a time: counted once, memory bounded.

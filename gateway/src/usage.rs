@@ -98,15 +98,20 @@ enum Tail {
 /// that makes up most of its bytes. So the last `"usage"` key is read where it stands, and
 /// only what follows it is checked: when that closes the object holding the key and nothing
 /// but whitespace follows, the object was the root. Anything else (a nested `usage`, a key
-/// whose quote is escaped, a long tail) is left to the full parse. Like that parse, the read
-/// needs the body to be JSON only as far as it reads it: the members before `usage` are not
-/// checked.
+/// whose quote is escaped, no literal key in a body with `\u` escapes, a long tail) is left
+/// to the full parse. Like that parse, the read needs the body to be JSON only as far as it
+/// reads it: the members before `usage` are not checked.
 fn from_body_tail(body: &[u8]) -> Tail {
     /// Past this many bytes after the usage object, a full parse is as cheap as the check.
     const MAX_TAIL: usize = 4096;
     // Forward and vectorized (memchr's reverse search is not): the last match is the one.
     let Some(at) = usage_finder().find_iter(body).last() else {
-        return Tail::Absent;
+        // A key may spell its name in escapes (`"\u0075sage"`): only a body without any
+        // `\u` surely has no usage key.
+        return match memchr::memmem::find(body, b"\\u") {
+            Some(_) => Tail::Unproven,
+            None => Tail::Absent,
+        };
     };
     // In `\\"usage"` the quote is escaped: a string holding `"usage` ends there, not a key.
     let backslashes = body[..at].iter().rev().take_while(|&&b| b == b'\\').count();
@@ -134,6 +139,33 @@ fn from_body_tail(body: &[u8]) -> Tail {
         return Tail::Unproven;
     }
     Tail::Found(usage.map(Usage::from))
+}
+
+/// The tail read alone, for the fuzz target (`crate::fuzz::usage`): `Some` where it decided
+/// without the full parse.
+#[cfg(test)]
+pub(crate) fn tail_read(body: &[u8]) -> Option<Option<Usage>> {
+    match from_body_tail(body) {
+        Tail::Found(u) => Some(u),
+        Tail::Absent | Tail::Unproven => None,
+    }
+}
+
+/// [`scan_usage`]'s answer for the fuzz target: the six fields, in declaration order, and the
+/// bytes read.
+#[cfg(test)]
+pub(crate) fn scan_fields(value: &[u8]) -> Option<([Option<u64>; 6], usize)> {
+    scan_usage(value).map(|(u, n)| {
+        let f = [
+            u.prompt_tokens,
+            u.completion_tokens,
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_input_tokens,
+            u.cache_creation_input_tokens,
+        ];
+        (f, n)
+    })
 }
 
 /// How deep [`scan_usage`] follows objects and arrays inside the usage object: the dialects
@@ -322,34 +354,181 @@ fn first_special(word: u64) -> Option<usize> {
     (special != 0).then(|| special.trailing_zeros() as usize / 8)
 }
 
-/// Whether `tail`, the bytes after a member's value, closes the object holding that member
-/// and then ends (whitespace aside). Strings are skipped whole, so brackets inside them do
-/// not count; in JSON, the object whose closing brace ends the text is the root.
+/// Whether `tail`, the bytes after a member's value, is the rest of the object holding that
+/// member (more members, then its closing brace) and then ends, whitespace aside: in JSON,
+/// the object whose closing brace ends the text is the root. The members are checked as the
+/// full parse checks them, so a body broken after `usage` is refused by both; where that
+/// would take long to say (nesting past [`TAIL_DEPTH`], half a surrogate pair, a key with
+/// escapes, which could be a second `usage`), the answer is no and the full parse decides.
 fn closes_root(tail: &[u8]) -> bool {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < tail.len() {
-        match tail[i] {
-            b'"' => {
-                i += 1;
+    let mut j = Json { bytes: tail, at: 0 };
+    let mut members = || -> Option<()> {
+        loop {
+            j.ws();
+            match j.bump()? {
+                b'}' => {
+                    j.ws();
+                    return (j.at == tail.len()).then_some(());
+                }
+                b',' => {
+                    j.ws();
+                    if j.string()? {
+                        return None;
+                    }
+                    j.ws();
+                    j.eat(b':')?;
+                    j.ws();
+                    j.value(TAIL_DEPTH)?;
+                }
+                _ => return None,
+            }
+        }
+    };
+    members().is_some()
+}
+
+/// How deep [`closes_root`] follows the values after `usage` (serde's limit is 128).
+const TAIL_DEPTH: u8 = 16;
+
+/// A cursor that checks JSON for [`closes_root`]; `None` where serde might not accept it.
+struct Json<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Json<'_> {
+    fn ws(&mut self) {
+        self.at = skip_ws(self.bytes, self.at);
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn bump(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.bump()? == b).then_some(())
+    }
+
+    fn value(&mut self, depth: u8) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' | b'[' if depth > 0 => {
+                let close = if self.bump()? == b'{' { b'}' } else { b']' };
+                self.ws();
+                if self.peek()? == close {
+                    self.at += 1;
+                    return Some(());
+                }
                 loop {
-                    match tail.get(i) {
-                        Some(b'\\') => i += 2,
-                        Some(b'"') => break,
-                        Some(_) => i += 1,
-                        None => return false,
+                    if close == b'}' {
+                        self.string()?;
+                        self.ws();
+                        self.eat(b':')?;
+                        self.ws();
+                    }
+                    self.value(depth - 1)?;
+                    self.ws();
+                    match self.bump()? {
+                        b',' => self.ws(),
+                        b if b == close => return Some(()),
+                        _ => return None,
                     }
                 }
             }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth > 0 => depth -= 1,
-            b'}' => return tail[i + 1..].iter().all(|&b| is_json_ws(b)),
-            b']' => return false,
-            _ => {}
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.word(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
         }
-        i += 1;
     }
-    false
+
+    fn word(&mut self, w: &[u8]) -> Option<()> {
+        self.bytes[self.at..]
+            .starts_with(w)
+            .then(|| self.at += w.len())
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.at;
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
+        self.at - start
+    }
+
+    /// JSON's number grammar; what follows is the caller's to check.
+    fn number(&mut self) -> Option<()> {
+        if self.peek()? == b'-' {
+            self.at += 1;
+        }
+        match self.bump()? {
+            b'0' => {}
+            b'1'..=b'9' => drop(self.digits()),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            (self.digits() > 0).then_some(())?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            (self.digits() > 0).then_some(())?;
+        }
+        Some(())
+    }
+
+    /// A string: UTF-8, no control bytes, valid escapes (a surrogate only in a pair).
+    /// Whether it had escapes.
+    fn string(&mut self) -> Option<bool> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let (mut ascii, mut escaped) = (true, false);
+        loop {
+            match self.bump()? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    match self.bump()? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        b'u' => match self.hex4()? {
+                            0xD800..=0xDBFF => {
+                                self.eat(b'\\')?;
+                                self.eat(b'u')?;
+                                (0xDC00..=0xDFFF).contains(&self.hex4()?).then_some(())?;
+                            }
+                            0xDC00..=0xDFFF => return None,
+                            _ => {}
+                        },
+                        _ => return None,
+                    }
+                }
+                0..=0x1f => return None,
+                0x80.. => ascii = false,
+                _ => {}
+            }
+        }
+        (ascii || std::str::from_utf8(&self.bytes[start..self.at - 1]).is_ok()).then_some(escaped)
+    }
+
+    fn hex4(&mut self) -> Option<u16> {
+        let digits = self.bytes.get(self.at..self.at + 4)?;
+        let mut n = 0u16;
+        for &d in digits {
+            n = n * 16 + (d as char).to_digit(16)? as u16;
+        }
+        self.at += 4;
+        Some(n)
+    }
 }
 
 fn skip_ws(bytes: &[u8], mut at: usize) -> usize {

@@ -40,20 +40,23 @@ impl GzSide {
     /// Feeds compressed bytes; calls `out` with what they decode to, piece by piece: the
     /// input goes in [`GZ_STEP`]-byte slices, so one call holds at most what a slice can
     /// inflate to (deflate tops out near 1,032:1, about 1 MiB) rather than a whole gzip
-    /// bomb. After a decoding error the rest of the stream is not decoded (and so not
-    /// counted).
+    /// bomb. After a decoding error, or past the first gzip member (as [`gunzip`] reads),
+    /// the rest of the stream is not decoded (and so not counted); what came before is.
     pub(crate) fn feed(&mut self, chunk: &[u8], mut out: impl FnMut(&[u8])) {
         let Some(d) = &mut self.decoder else { return };
         for step in chunk.chunks(GZ_STEP) {
             // `flush`: the decoder otherwise keeps what it inflated until the next write.
-            if d.write_all(step).and_then(|()| d.flush()).is_err() {
-                self.decoder = None;
-                return;
-            }
+            let written = d.write_all(step).and_then(|()| d.flush());
+            // Out before an error too: bytes after the member (another member, anything)
+            // fail the write that inflated its end, and the end is where usage is.
             let buf = d.get_mut();
             if !buf.is_empty() {
                 out(buf);
                 buf.clear();
+            }
+            if written.is_err() {
+                self.decoder = None;
+                return;
             }
         }
     }

@@ -16,8 +16,15 @@ struct Head<'a> {
     #[serde(borrow)]
     model: Option<&'a RawValue>,
     stream: Option<bool>,
-    #[serde(borrow)]
+    /// `Some` when present, `null` included: the usage rewrite replaces the member rather
+    /// than add a second one.
+    #[serde(borrow, default, deserialize_with = "present")]
     stream_options: Option<&'a RawValue>,
+}
+
+/// A member's raw value, `null` too (`Option`'s own reading takes `null` for absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -141,9 +148,12 @@ impl RequestHead<'_> {
         let (at, replacement): (std::ops::Range<usize>, Cow<'_, [u8]>) =
             match &self.stream_options_span {
                 Some(span) => {
-                    let mut o: serde_json::Map<String, serde_json::Value> =
+                    // Members kept as raw JSON: through `Value`, a float's last digit can
+                    // change (serde_json's default float parse is not exact).
+                    let mut o: std::collections::BTreeMap<String, &RawValue> =
                         serde_json::from_slice(&body[span.clone()]).unwrap_or_default();
-                    o.insert("include_usage".into(), true.into());
+                    let yes: &RawValue = serde_json::from_str("true").expect("JSON");
+                    o.insert("include_usage".into(), yes);
                     let v = serde_json::to_vec(&o).expect("a JSON map serializes");
                     (span.clone(), Cow::Owned(v))
                 }

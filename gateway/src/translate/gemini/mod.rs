@@ -10,6 +10,7 @@ pub(crate) mod signature;
 pub(crate) mod wire;
 
 use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -99,9 +100,7 @@ fn texts(v: &Value, at: &str) -> Result<Vec<String>, TranslateError> {
 }
 
 fn decode_contents(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), TranslateError> {
-    // Calls made so far without an answer: Gemini's ids are optional, and an answer
-    // without one belongs to the earliest open call of its name.
-    let mut open: Vec<(String, String)> = Vec::new();
+    let mut open = OpenCalls::default();
     for (i, c) in array(v, "contents")?.iter().enumerate() {
         // Paths are formatted only where an error or a verdict names them: most turns are
         // plain text, and two `format!`s per part were a visible share of a translation.
@@ -148,11 +147,48 @@ fn decode_contents(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), 
     Ok(())
 }
 
+/// Calls made so far without an answer: Gemini's ids are optional, and an answer without
+/// one belongs to the earliest open call of its name. Kept by name, and an answer's id
+/// recorded rather than searched for among the calls: a body holds thousands of calls and
+/// answers, and a scan per answer was quadratic.
+#[derive(Default)]
+struct OpenCalls {
+    /// Per name, its calls in order: (when made, id).
+    by_name: HashMap<String, VecDeque<(usize, String)>>,
+    /// Per id, when its last answer came: it closed every call of that id made before.
+    answered: HashMap<String, usize>,
+    clock: usize,
+}
+
+impl OpenCalls {
+    fn call(&mut self, name: &str, id: &str) {
+        self.clock += 1;
+        let calls = self.by_name.entry(name.to_owned()).or_default();
+        calls.push_back((self.clock, id.to_owned()));
+    }
+
+    fn answer(&mut self, id: &str) {
+        self.clock += 1;
+        self.answered.insert(id.to_owned(), self.clock);
+    }
+
+    /// The earliest open call of `name`, now answered.
+    fn take(&mut self, name: &str) -> Option<String> {
+        let calls = self.by_name.get_mut(name)?;
+        while let Some((made, id)) = calls.pop_front() {
+            if self.answered.get(&id).is_none_or(|&at| at < made) {
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
 fn decode_part(
     p: &Value,
     at: &str,
     (i, j): (usize, usize),
-    open: &mut Vec<(String, String)>,
+    open: &mut OpenCalls,
     parts: &mut Vec<Part>,
     cx: &mut Verdicts,
 ) -> Result<(), TranslateError> {
@@ -234,7 +270,7 @@ fn decode_part(
                             .expect("a JSON map serializes")
                     }
                 };
-                open.push((name.clone(), id.clone()));
+                open.call(&name, &id);
                 parts.push(Part::ToolCall {
                     id,
                     name,
@@ -250,13 +286,10 @@ fn decode_part(
                     .filter(|s| !s.is_empty());
                 let id = match given {
                     Some(id) => {
-                        open.retain(|(_, o)| o != id);
+                        open.answer(id);
                         id.to_owned()
                     }
-                    None => match open.iter().position(|(n, _)| *n == name) {
-                        Some(k) => open.remove(k).1,
-                        None => format!("call_{i}_{j}"),
-                    },
+                    None => open.take(&name).unwrap_or_else(|| format!("call_{i}_{j}")),
                 };
                 let response = f.get("response").cloned().unwrap_or(Value::Null);
                 let is_error = response.get("error").is_some() && response.get("output").is_none();
@@ -497,11 +530,12 @@ fn budget(e: Effort) -> u64 {
 /// Encodes a hub request for a Gemini upstream (the model goes in the path).
 pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, TranslateError> {
     // Function answers need the function's name, which other dialects leave to the id.
-    let mut names: Vec<(&str, &str)> = Vec::new();
+    // By id, the first call's name (looked up once per answer: a map, not a scan).
+    let mut names: HashMap<&str, &str> = HashMap::new();
     for m in &r.messages {
         for p in &m.parts {
             if let Part::ToolCall { id, name, .. } = p {
-                names.push((id, name));
+                names.entry(id.as_str()).or_insert(name.as_str());
             }
         }
     }
@@ -593,7 +627,7 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, 
 fn encode_part<'a>(
     p: &'a Part,
     i: usize,
-    names: &[(&'a str, &'a str)],
+    names: &HashMap<&'a str, &'a str>,
     out: &mut Vec<wire::PartOut<'a>>,
 ) -> Result<(), TranslateError> {
     match p {
@@ -631,7 +665,7 @@ fn encode_part<'a>(
             content,
             is_error,
         } => {
-            let Some(&(_, name)) = names.iter().find(|(c, _)| c == id) else {
+            let Some(&name) = names.get(id.as_str()) else {
                 return Err(invalid(
                     format!("messages[{i}] tool result {id:?}"),
                     "answers no tool call of the conversation (Gemini needs the function's name)",

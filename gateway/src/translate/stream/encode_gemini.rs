@@ -19,6 +19,9 @@ pub(crate) struct GeminiEncoder {
     call: Option<(String, String, String)>,
     stop: Option<StopReason>,
     usage: Usage,
+    /// The answer ended here (its last chunk, or an error this encoder wrote itself): later
+    /// events write nothing, not even after the array's closing bracket.
+    ended: bool,
 }
 
 impl GeminiEncoder {
@@ -31,6 +34,7 @@ impl GeminiEncoder {
             call: None,
             stop: None,
             usage: Usage::default(),
+            ended: false,
         }
     }
 
@@ -81,6 +85,7 @@ impl GeminiEncoder {
     }
 
     fn close(&mut self, out: &mut Vec<u8>) {
+        self.ended = true;
         if self.json_array {
             if self.chunks == 0 {
                 out.push(b'[');
@@ -90,6 +95,9 @@ impl GeminiEncoder {
     }
 
     pub(crate) fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
+        if self.ended {
+            return;
+        }
         match e {
             Event::Start { id, model } => {
                 self.id = id.clone();
