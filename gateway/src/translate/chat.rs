@@ -645,13 +645,15 @@ pub(crate) fn usage_from(u: &wire::ChatUsageIn) -> Usage {
     }
 }
 
-pub(crate) fn usage_json(u: &Usage) -> Value {
-    json!({
-        "prompt_tokens": u.input,
-        "completion_tokens": u.output,
-        "total_tokens": u.input.saturating_add(u.output),
-        "prompt_tokens_details": {"cached_tokens": u.cache_read},
-    })
+pub(super) fn usage_out(u: &Usage) -> wire::ChatUsageOut {
+    wire::ChatUsageOut {
+        prompt_tokens: u.input,
+        completion_tokens: u.output,
+        total_tokens: u.input.saturating_add(u.output),
+        prompt_tokens_details: wire::CachedOut {
+            cached_tokens: u.cache_read,
+        },
+    }
 }
 
 /// Decodes an upstream chat completion (typed: [`wire`]).
@@ -723,14 +725,7 @@ pub(crate) fn encode_response(r: &Response) -> Vec<u8> {
             logprobs: None,
             finish_reason: finish_reason(r.stop),
         }],
-        usage: wire::ChatUsageOut {
-            prompt_tokens: r.usage.input,
-            completion_tokens: r.usage.output,
-            total_tokens: r.usage.input.saturating_add(r.usage.output),
-            prompt_tokens_details: wire::CachedOut {
-                cached_tokens: r.usage.cache_read,
-            },
-        },
+        usage: usage_out(&r.usage),
     };
     to_bytes(&out)
 }

@@ -779,10 +779,6 @@ pub(crate) fn usage_from(u: &wire::UsageIn) -> Usage {
     }
 }
 
-pub(crate) fn usage_json(u: &Usage) -> Value {
-    serde_json::to_value(usage_out(u)).expect("usage serializes")
-}
-
 /// Decodes an upstream `generateContent` answer.
 pub(crate) fn decode_response(body: &[u8]) -> Result<Response, UpstreamShapeError> {
     let v: wire::GenerateIn<'_> = serde_json::from_slice(body)

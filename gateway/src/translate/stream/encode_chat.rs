@@ -2,11 +2,73 @@
 //! finish_reason chunk, the usage chunk (`"choices":[]`, when the client asked for
 //! `include_usage`) and `data: [DONE]`.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::data_frame;
-use crate::translate::chat::{finish_reason, usage_json};
+use crate::translate::chat::{finish_reason, usage_out};
 use crate::translate::hub::{Event, StopReason, Usage};
+use crate::translate::wire::ChatUsageOut;
+
+#[derive(Serialize)]
+struct ChunkOut<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: &'a [ChoiceOut<'a>],
+    /// Absent unless the client asked for usage; then `null` but in the usage chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Option<ChatUsageOut>>,
+}
+
+#[derive(Serialize)]
+struct ChoiceOut<'a> {
+    index: u32,
+    delta: DeltaOut<'a>,
+    logprobs: Option<()>,
+    finish_reason: Option<&'static str>,
+}
+
+#[derive(Serialize, Default)]
+struct DeltaOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<[ToolCallOut<'a>; 1]>,
+}
+
+#[derive(Serialize)]
+struct ToolCallOut<'a> {
+    index: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    ty: Option<&'static str>,
+    function: FunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct ErrorFrame<'a> {
+    error: ErrorOut<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorOut<'a> {
+    message: &'a str,
+    #[serde(rename = "type")]
+    ty: &'a str,
+    param: Option<()>,
+    code: Option<()>,
+}
 
 pub(crate) struct ChatEncoder {
     include_usage: bool,
@@ -34,22 +96,33 @@ impl ChatEncoder {
         }
     }
 
-    fn chunk(&self, out: &mut Vec<u8>, delta: Value, finish: Option<&str>) {
-        let mut c = json!({
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
-        });
-        if self.include_usage {
-            c["usage"] = Value::Null;
-        }
+    fn chunk(&self, out: &mut Vec<u8>, delta: DeltaOut<'_>, finish: Option<&'static str>) {
+        let choices = [ChoiceOut {
+            index: 0,
+            delta,
+            logprobs: None,
+            finish_reason: finish,
+        }];
+        let c = ChunkOut {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            choices: &choices,
+            usage: self.include_usage.then_some(None),
+        };
         data_frame(out, &c);
     }
 
     fn start(&mut self, out: &mut Vec<u8>) {
         if !self.started {
             self.started = true;
-            self.chunk(out, json!({"role": "assistant", "content": ""}), None);
+            let delta = DeltaOut {
+                role: Some("assistant"),
+                content: Some(""),
+                ..DeltaOut::default()
+            };
+            self.chunk(out, delta, None);
         }
     }
 
@@ -62,39 +135,73 @@ impl ChatEncoder {
             }
             Event::Text(t) => {
                 self.start(out);
-                self.chunk(out, json!({"content": t}), None);
+                let delta = DeltaOut {
+                    content: Some(t),
+                    ..DeltaOut::default()
+                };
+                self.chunk(out, delta, None);
             }
             Event::ToolCallStart { id, name } => {
                 self.start(out);
-                let tc = json!({"index": self.tools, "id": id, "type": "function",
-                    "function": {"name": name, "arguments": ""}});
+                let tc = ToolCallOut {
+                    index: self.tools,
+                    id: Some(id),
+                    ty: Some("function"),
+                    function: FunctionOut {
+                        name: Some(name),
+                        arguments: "",
+                    },
+                };
                 self.tools += 1;
-                self.chunk(out, json!({"tool_calls": [tc]}), None);
+                let delta = DeltaOut {
+                    tool_calls: Some([tc]),
+                    ..DeltaOut::default()
+                };
+                self.chunk(out, delta, None);
             }
             Event::ToolArgs(a) => {
-                let index = self.tools.saturating_sub(1);
-                let tc = json!({"index": index, "function": {"arguments": a}});
-                self.chunk(out, json!({"tool_calls": [tc]}), None);
+                let tc = ToolCallOut {
+                    index: self.tools.saturating_sub(1),
+                    id: None,
+                    ty: None,
+                    function: FunctionOut {
+                        name: None,
+                        arguments: a,
+                    },
+                };
+                let delta = DeltaOut {
+                    tool_calls: Some([tc]),
+                    ..DeltaOut::default()
+                };
+                self.chunk(out, delta, None);
             }
             Event::Stop(s) => self.stop = Some(*s),
             Event::Usage(u) => self.usage = *u,
             Event::Error { kind, message } => data_frame(
                 out,
-                &json!({"error": {"message": message, "type": kind, "param": null, "code": null}}),
+                &ErrorFrame {
+                    error: ErrorOut {
+                        message,
+                        ty: kind,
+                        param: None,
+                        code: None,
+                    },
+                },
             ),
             Event::End => {
                 self.start(out);
                 let stop = self.stop.unwrap_or(StopReason::EndTurn);
-                self.chunk(out, json!({}), Some(finish_reason(stop)));
+                self.chunk(out, DeltaOut::default(), Some(finish_reason(stop)));
                 if self.include_usage {
-                    data_frame(
-                        out,
-                        &json!({
-                            "id": self.id, "object": "chat.completion.chunk",
-                            "created": self.created, "model": self.model,
-                            "choices": [], "usage": usage_json(&self.usage),
-                        }),
-                    );
+                    let c = ChunkOut {
+                        id: &self.id,
+                        object: "chat.completion.chunk",
+                        created: self.created,
+                        model: &self.model,
+                        choices: &[],
+                        usage: Some(Some(usage_out(&self.usage))),
+                    };
+                    data_frame(out, &c);
                 }
                 out.extend_from_slice(b"data: [DONE]\n\n");
             }

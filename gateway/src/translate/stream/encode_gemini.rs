@@ -4,10 +4,81 @@
 //! has the `finishReason` and the usage. No terminator: the stream just ends. Without
 //! `alt=sse` the chunks are the elements of one JSON array (`[{...}\n,\r\n{...}]`).
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::translate::gemini::{args_value, finish_reason, usage_json};
+use crate::translate::gemini::wire::UsageOut;
+use crate::translate::gemini::{args_value, finish_reason, usage_out};
 use crate::translate::hub::{Event, StopReason, Usage};
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ChunkOut<'a> {
+    candidates: [CandidateOut<'a>; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage_metadata: Option<UsageOut>,
+    model_version: &'a str,
+    response_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CandidateOut<'a> {
+    content: ContentOut<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    finish_reason: Option<&'static str>,
+    index: u32,
+}
+
+#[derive(Serialize)]
+struct ContentOut<'a> {
+    role: &'static str,
+    parts: [PartOut<'a>; 1],
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum PartOut<'a> {
+    Text {
+        text: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    Call {
+        function_call: CallOut<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct CallOut<'a> {
+    id: &'a str,
+    name: &'a str,
+    args: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ErrorFrame<'a> {
+    error: ErrorOut<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorOut<'a> {
+    code: u16,
+    message: &'a str,
+    status: &'static str,
+}
+
+/// Writes one chunk; `chunks`: those written before it.
+fn write(out: &mut Vec<u8>, json_array: bool, chunks: &mut usize, v: &impl Serialize) {
+    if json_array {
+        out.extend_from_slice(if *chunks == 0 { b"[" } else { b"\n,\r\n" });
+        serde_json::to_writer(&mut *out, v).expect("a chunk serializes");
+    } else {
+        out.extend_from_slice(b"data: ");
+        serde_json::to_writer(&mut *out, v).expect("a chunk serializes");
+        out.extend_from_slice(b"\r\n\r\n");
+    }
+    *chunks += 1;
+}
 
 pub(crate) struct GeminiEncoder {
     json_array: bool,
@@ -38,24 +109,32 @@ impl GeminiEncoder {
         }
     }
 
-    fn write(&mut self, out: &mut Vec<u8>, v: &Value) {
-        if self.json_array {
-            out.extend_from_slice(if self.chunks == 0 { b"[" } else { b"\n,\r\n" });
-            serde_json::to_writer(&mut *out, v).expect("a JSON value serializes");
-        } else {
-            out.extend_from_slice(b"data: ");
-            serde_json::to_writer(&mut *out, v).expect("a JSON value serializes");
-            out.extend_from_slice(b"\r\n\r\n");
-        }
-        self.chunks += 1;
+    fn write(&mut self, out: &mut Vec<u8>, v: &impl Serialize) {
+        write(out, self.json_array, &mut self.chunks, v);
     }
 
-    fn chunk(&mut self, out: &mut Vec<u8>, parts: Value) {
-        let v = json!({
-            "candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}],
-            "modelVersion": self.model, "responseId": self.id,
-        });
-        self.write(out, &v);
+    /// A chunk of one part; `end`: the finish reason and usage of the last chunk.
+    fn chunk(
+        &mut self,
+        out: &mut Vec<u8>,
+        part: PartOut<'_>,
+        end: Option<(&'static str, UsageOut)>,
+    ) {
+        let (finish_reason, usage_metadata) = end.unzip();
+        let c = ChunkOut {
+            candidates: [CandidateOut {
+                content: ContentOut {
+                    role: "model",
+                    parts: [part],
+                },
+                finish_reason,
+                index: 0,
+            }],
+            usage_metadata,
+            model_version: &self.model,
+            response_id: &self.id,
+        };
+        write(out, self.json_array, &mut self.chunks, &c);
     }
 
     /// Writes the gathered call, if any. False when its arguments were not a JSON object.
@@ -65,9 +144,17 @@ impl GeminiEncoder {
         };
         match args_value(&args) {
             Ok(args) => {
+                let call = CallOut {
+                    id: &id,
+                    name: &name,
+                    args: &args,
+                };
                 self.chunk(
                     out,
-                    json!([{"functionCall": {"id": id, "name": name, "args": args}}]),
+                    PartOut::Call {
+                        function_call: call,
+                    },
+                    None,
                 );
                 true
             }
@@ -79,7 +166,13 @@ impl GeminiEncoder {
     }
 
     fn error(&mut self, out: &mut Vec<u8>, _kind: &str, message: &str) {
-        let v = json!({"error": {"code": 500, "message": message, "status": "INTERNAL"}});
+        let v = ErrorFrame {
+            error: ErrorOut {
+                code: 500,
+                message,
+                status: "INTERNAL",
+            },
+        };
         self.write(out, &v);
         self.close(out);
     }
@@ -105,7 +198,7 @@ impl GeminiEncoder {
             }
             Event::Text(t) => {
                 if self.flush_call(out) {
-                    self.chunk(out, json!([{"text": t}]));
+                    self.chunk(out, PartOut::Text { text: t }, None);
                 }
             }
             Event::ToolCallStart { id, name } => {
@@ -126,15 +219,8 @@ impl GeminiEncoder {
                     return;
                 }
                 let stop = self.stop.unwrap_or(StopReason::EndTurn);
-                let v = json!({
-                    "candidates": [{
-                        "content": {"role": "model", "parts": [{"text": ""}]},
-                        "finishReason": finish_reason(stop), "index": 0,
-                    }],
-                    "usageMetadata": usage_json(&self.usage),
-                    "modelVersion": self.model, "responseId": self.id,
-                });
-                self.write(out, &v);
+                let end = (finish_reason(stop), usage_out(&self.usage));
+                self.chunk(out, PartOut::Text { text: "" }, Some(end));
                 self.close(out);
             }
         }

@@ -4,7 +4,8 @@
 //! function_call_arguments.delta..., function_call_arguments.done) / output_item.done, and
 //! response.completed (or response.incomplete) carrying the whole response and its usage.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::named_frame;
 use crate::translate::hub::{ClientView, Event, StopReason, ToolKind, Usage};
@@ -12,6 +13,128 @@ use crate::translate::responses::{
     call_item_id, custom_input, custom_item_id, message_item_id, response_id, response_object,
     text_item, tool_call_item,
 };
+
+/// An event's data with its `type` and `sequence_number`.
+#[derive(Serialize)]
+struct Seq<'a, T> {
+    #[serde(rename = "type")]
+    ty: &'a str,
+    sequence_number: u64,
+    #[serde(flatten)]
+    data: T,
+}
+
+/// Writes one event, numbered.
+fn emit(out: &mut Vec<u8>, seq: &mut u64, ty: &str, data: impl Serialize) {
+    let sequence_number = *seq;
+    *seq += 1;
+    named_frame(
+        out,
+        ty,
+        &Seq {
+            ty,
+            sequence_number,
+            data,
+        },
+    );
+}
+
+#[derive(Serialize)]
+struct ResponseData<'a> {
+    response: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ItemData<I> {
+    output_index: usize,
+    item: I,
+}
+
+/// A message item as it opens: no content yet.
+#[derive(Serialize)]
+struct MessageOpen<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    id: &'a str,
+    status: &'static str,
+    role: &'static str,
+    content: [(); 0],
+}
+
+#[derive(Serialize)]
+struct PartData<'a> {
+    item_id: &'a str,
+    output_index: usize,
+    content_index: u32,
+    part: TextPart<'a>,
+}
+
+#[derive(Serialize)]
+struct TextPart<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    text: &'a str,
+    annotations: [(); 0],
+    logprobs: [(); 0],
+}
+
+impl TextPart<'_> {
+    fn new(text: &str) -> TextPart<'_> {
+        TextPart {
+            ty: "output_text",
+            text,
+            annotations: [],
+            logprobs: [],
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct TextDelta<'a> {
+    item_id: &'a str,
+    output_index: usize,
+    content_index: u32,
+    delta: &'a str,
+    logprobs: [(); 0],
+}
+
+#[derive(Serialize)]
+struct TextDone<'a> {
+    item_id: &'a str,
+    output_index: usize,
+    content_index: u32,
+    text: &'a str,
+    logprobs: [(); 0],
+}
+
+#[derive(Serialize)]
+struct CallDelta<'a> {
+    item_id: &'a str,
+    output_index: usize,
+    delta: &'a str,
+}
+
+#[derive(Serialize)]
+struct CustomDone<'a> {
+    item_id: &'a str,
+    output_index: usize,
+    input: &'a str,
+}
+
+#[derive(Serialize)]
+struct ArgsDone<'a> {
+    item_id: &'a str,
+    output_index: usize,
+    arguments: &'a str,
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct ErrorData<'a> {
+    code: &'a str,
+    message: &'a str,
+    param: Option<()>,
+}
 
 enum Open {
     Text {
@@ -60,20 +183,6 @@ impl ResponsesEncoder {
         }
     }
 
-    fn emit(&mut self, out: &mut Vec<u8>, ty: &str, mut data: Value) {
-        self.emit_in_place(out, ty, &mut data);
-    }
-
-    /// As [`Self::emit`], leaving `data` to be sent again under another type: the two
-    /// opening events carry the same response object (the client's echoed request fields
-    /// included, Codex's tools list among them), written twice rather than cloned.
-    fn emit_in_place(&mut self, out: &mut Vec<u8>, ty: &str, data: &mut Value) {
-        data["type"] = json!(ty);
-        data["sequence_number"] = json!(self.seq);
-        self.seq += 1;
-        named_frame(out, ty, data);
-    }
-
     fn start(&mut self, out: &mut Vec<u8>, id: &str, model: &str) {
         if self.started {
             return;
@@ -90,9 +199,11 @@ impl ResponsesEncoder {
             None,
             &self.view,
         );
-        let mut data = json!({"response": resp});
-        self.emit_in_place(out, "response.created", &mut data);
-        self.emit_in_place(out, "response.in_progress", &mut data);
+        // The two opening events carry the same object (the client's echoed request fields
+        // included, Codex's tools list among them), written twice rather than cloned.
+        let data = ResponseData { response: &resp };
+        emit(out, &mut self.seq, "response.created", &data);
+        emit(out, &mut self.seq, "response.in_progress", &data);
     }
 
     fn output_index(&self) -> usize {
@@ -104,22 +215,27 @@ impl ResponsesEncoder {
         match self.open.take() {
             None => {}
             Some(Open::Text { item_id, text }) => {
-                let part =
-                    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []});
-                let at = json!({"item_id": item_id, "output_index": i, "content_index": 0});
-                let mut done = at.clone();
-                done["text"] = json!(text);
-                done["logprobs"] = json!([]);
-                self.emit(out, "response.output_text.done", done);
-                let mut part_done = at;
-                part_done["part"] = part;
-                self.emit(out, "response.content_part.done", part_done);
+                let done = TextDone {
+                    item_id: &item_id,
+                    output_index: i,
+                    content_index: 0,
+                    text: &text,
+                    logprobs: [],
+                };
+                emit(out, &mut self.seq, "response.output_text.done", done);
+                let part_done = PartData {
+                    item_id: &item_id,
+                    output_index: i,
+                    content_index: 0,
+                    part: TextPart::new(&text),
+                };
+                emit(out, &mut self.seq, "response.content_part.done", part_done);
                 let item = text_item(&item_id, "completed", &text);
-                self.emit(
-                    out,
-                    "response.output_item.done",
-                    json!({"output_index": i, "item": item.clone()}),
-                );
+                let done = ItemData {
+                    output_index: i,
+                    item: &item,
+                };
+                emit(out, &mut self.seq, "response.output_item.done", done);
                 self.output.push(item);
             }
             Some(Open::Call {
@@ -131,33 +247,45 @@ impl ResponsesEncoder {
                     // The input arrives as JSON fragments of one string argument: sent
                     // whole, once the call is complete.
                     let input = custom_input(&args);
-                    let at = json!({"item_id": custom_item_id(&call_id), "output_index": i});
-                    let mut delta = at.clone();
-                    delta["delta"] = json!(input);
-                    self.emit(out, "response.custom_tool_call_input.delta", delta);
-                    let mut done = at;
-                    done["input"] = json!(input);
-                    self.emit(out, "response.custom_tool_call_input.done", done);
+                    let item_id = custom_item_id(&call_id);
+                    let delta = CallDelta {
+                        item_id: &item_id,
+                        output_index: i,
+                        delta: &input,
+                    };
+                    let ty = "response.custom_tool_call_input.delta";
+                    emit(out, &mut self.seq, ty, delta);
+                    let done = CustomDone {
+                        item_id: &item_id,
+                        output_index: i,
+                        input: &input,
+                    };
+                    let ty = "response.custom_tool_call_input.done";
+                    emit(out, &mut self.seq, ty, done);
                 } else {
                     let shown = match self.view.kind(&name) {
                         Some(ToolKind::Namespaced { name, .. }) => name.as_str(),
                         _ => name.as_str(),
                     };
-                    self.emit(
+                    let done = ArgsDone {
+                        item_id: &call_item_id(&call_id),
+                        output_index: i,
+                        arguments: &args,
+                        name: shown,
+                    };
+                    emit(
                         out,
+                        &mut self.seq,
                         "response.function_call_arguments.done",
-                        json!({
-                            "item_id": call_item_id(&call_id), "output_index": i,
-                            "arguments": args, "name": shown,
-                        }),
+                        done,
                     );
                 }
                 let item = tool_call_item(&self.view, &call_id, &name, &args, "completed");
-                self.emit(
-                    out,
-                    "response.output_item.done",
-                    json!({"output_index": i, "item": item.clone()}),
-                );
+                let done = ItemData {
+                    output_index: i,
+                    item: &item,
+                };
+                emit(out, &mut self.seq, "response.output_item.done", done);
                 self.output.push(item);
             }
         }
@@ -173,17 +301,29 @@ impl ResponsesEncoder {
                     self.close(out);
                     let i = self.output_index();
                     let item_id = message_item_id(&self.upstream_id, i);
-                    let item = json!({"type": "message", "id": item_id, "status": "in_progress",
-                        "role": "assistant", "content": []});
-                    self.emit(
+                    let added = ItemData {
+                        output_index: i,
+                        item: MessageOpen {
+                            ty: "message",
+                            id: &item_id,
+                            status: "in_progress",
+                            role: "assistant",
+                            content: [],
+                        },
+                    };
+                    emit(out, &mut self.seq, "response.output_item.added", added);
+                    let part_added = PartData {
+                        item_id: &item_id,
+                        output_index: i,
+                        content_index: 0,
+                        part: TextPart::new(""),
+                    };
+                    emit(
                         out,
-                        "response.output_item.added",
-                        json!({"output_index": i, "item": item}),
+                        &mut self.seq,
+                        "response.content_part.added",
+                        part_added,
                     );
-                    self.emit(out, "response.content_part.added", json!({
-                        "item_id": item_id, "output_index": i, "content_index": 0,
-                        "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []},
-                    }));
                     self.open = Some(Open::Text {
                         item_id,
                         text: String::new(),
@@ -194,20 +334,25 @@ impl ResponsesEncoder {
                 };
                 text.push_str(t);
                 self.kept += t.len();
-                let data = json!({"item_id": item_id, "output_index": i, "content_index": 0,
-                    "delta": t, "logprobs": []});
-                self.emit(out, "response.output_text.delta", data);
+                let delta = TextDelta {
+                    item_id,
+                    output_index: i,
+                    content_index: 0,
+                    delta: t,
+                    logprobs: [],
+                };
+                emit(out, &mut self.seq, "response.output_text.delta", delta);
             }
             Event::ToolCallStart { id, name } => {
                 self.start(out, "", "");
                 self.close(out);
                 let i = self.output_index();
                 let item = tool_call_item(&self.view, id, name, "", "in_progress");
-                self.emit(
-                    out,
-                    "response.output_item.added",
-                    json!({"output_index": i, "item": item}),
-                );
+                let added = ItemData {
+                    output_index: i,
+                    item: &item,
+                };
+                emit(out, &mut self.seq, "response.output_item.added", added);
                 self.open = Some(Open::Call {
                     call_id: id.clone(),
                     name: name.clone(),
@@ -225,19 +370,26 @@ impl ResponsesEncoder {
                     args.push_str(a);
                     self.kept += a.len();
                     if !matches!(self.view.kind(name), Some(ToolKind::Custom)) {
-                        let data = json!({"item_id": call_item_id(call_id), "output_index": i,
-                            "delta": a});
-                        self.emit(out, "response.function_call_arguments.delta", data);
+                        let delta = CallDelta {
+                            item_id: &call_item_id(call_id),
+                            output_index: i,
+                            delta: a,
+                        };
+                        let ty = "response.function_call_arguments.delta";
+                        emit(out, &mut self.seq, ty, delta);
                     }
                 }
             }
             Event::Stop(s) => self.stop = Some(*s),
             Event::Usage(u) => self.usage = *u,
-            Event::Error { kind, message } => self.emit(
-                out,
-                "error",
-                json!({"code": kind, "message": message, "param": null}),
-            ),
+            Event::Error { kind, message } => {
+                let data = ErrorData {
+                    code: kind,
+                    message,
+                    param: None,
+                };
+                emit(out, &mut self.seq, "error", data);
+            }
             Event::End => {
                 self.start(out, "", "");
                 self.close(out);
@@ -256,7 +408,7 @@ impl ResponsesEncoder {
                 } else {
                     "response.incomplete"
                 };
-                self.emit(out, ty, json!({"response": resp}));
+                emit(out, &mut self.seq, ty, ResponseData { response: &resp });
             }
         }
     }

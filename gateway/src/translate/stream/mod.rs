@@ -195,20 +195,22 @@ impl Translator {
 }
 
 /// `event: <name>\ndata: <json>\n\n`.
-pub(crate) fn named_frame(out: &mut Vec<u8>, name: &str, data: &serde_json::Value) {
+pub(crate) fn named_frame(out: &mut Vec<u8>, name: &str, data: &impl serde::Serialize) {
     out.extend_from_slice(b"event: ");
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\ndata: ");
-    serde_json::to_writer(&mut *out, data).expect("a JSON value serializes");
+    serde_json::to_writer(&mut *out, data).expect("an event serializes");
     out.extend_from_slice(b"\n\n");
 }
 
 /// `data: <json>\n\n`.
-pub(crate) fn data_frame(out: &mut Vec<u8>, data: &serde_json::Value) {
+pub(crate) fn data_frame(out: &mut Vec<u8>, data: &impl serde::Serialize) {
     out.extend_from_slice(b"data: ");
-    serde_json::to_writer(&mut *out, data).expect("a JSON value serializes");
+    serde_json::to_writer(&mut *out, data).expect("an event serializes");
     out.extend_from_slice(b"\n\n");
 }
 
+#[cfg(test)]
+mod golden;
 #[cfg(test)]
 mod tests;
