@@ -5,6 +5,8 @@
 #   callgrind  instructions / I1 misses / mispredictions per request, chat-nonstream-minimal
 #   holdout    the gate on the holdout shape (instructions/request <= 1.00x plain)
 #   ab         anchored interleaved throughput with a control leg (noisy, report only)
+#   board      the public same-rig board's metrics, 2-core layout (scripts/bench-board.sh;
+#              noisy, report only; BOARD=0 skips it, BOARD_ROUNDS etc. as that script reads them)
 #   rss, load  idle RSS with gateway.example.toml; 32-connection keep-alive load check
 #   soak       the soak and fault run on the plain build (SOAK_SECONDS, default 90), then
 #              three replicas sharing rate limits on a real redis-server (SOAK_SHARED_SECONDS,
@@ -31,7 +33,7 @@
 #   BOLT_STUDY=0 skip the BOLT flag study
 #   ALLOC=0      skip the allocator cell (two more chains); ALLOCATORS, ALLOC_OUT, CALLGRIND_BIG,
 #                SOAK_ALLOC_SECONDS as scripts/bench-allocators.sh reads them
-# Takes ~100 min on a 2-core VM from cold (three chains ~45, measurements ~50).
+# Takes ~115 min on a 2-core VM from cold (three chains ~45, measurements ~65 with the board).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 results=${1:-$repo/out/bench}
@@ -139,6 +141,11 @@ holdout_shape=$(grep -l '^holdout = true' "$shapes"/*.toml | head -n1 | xargs ba
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
   --rounds 2 --windows 2 --window-s 1 --warmup-requests 300 \
   "${pin[@]}" --work-dir "$results/ab-holdout" --json "$results/ab-holdout.json"
+
+if [ "${BOARD:-1}" != 0 ] && [ "$ncpu" -ge 2 ]; then
+  log "the board's metrics, 2-core layout (scripts/bench-board.sh; noisy)"
+  BENCH="$BENCH" bash "$repo/scripts/bench-board.sh" "$CHAIN_OUT" "$results"
+fi
 
 log "idle RSS and 32-connection load"
 "$BENCH" rss --gateway "$plain" --config "$repo/gateway.example.toml" \

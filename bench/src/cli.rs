@@ -1,5 +1,5 @@
 //! The `bench` command line: the anchored A/B bench by default, and its sibling subcommands
-//! (`callgrind`, `holdout`, `rss`, `load`, `soak`, `translated`, `report`).
+//! (`callgrind`, `holdout`, `rss`, `load`, `soak`, `translated`, `board`, `report`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use crate::ab::{self, AbOptions};
+use crate::board::{self, BoardOptions};
 use crate::callgrind::{self, CallgrindOptions};
 use crate::holdout;
 use crate::load::{self, LoadOptions};
@@ -56,6 +57,10 @@ enum BenchCommand {
     /// Translated shapes beside their passthrough twins, from callgrind results; exits
     /// non-zero when a pair is not measured.
     Translated(TranslatedArgs),
+    /// The same-rig board's metrics: added latency at c=1, the throughput frontier under p99
+    /// bounds, the translation lane, paced streams, CPU per request and RSS idle / steady /
+    /// recovered, every variant interleaved with a control leg and the mock driven directly.
+    Board(BoardArgs),
     /// Writes BENCHMARKS.md from a results directory.
     Report(ReportArgs),
 }
@@ -265,6 +270,75 @@ struct TranslatedArgs {
 }
 
 #[derive(Args, Debug)]
+struct BoardArgs {
+    /// NAME=PATH of a gateway binary; the first is the baseline. Repeat for each variant.
+    #[arg(long = "variant", required = true)]
+    variants: Vec<Variant>,
+    /// Interleaved rounds (the order rotates each round).
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Skip the control leg (the baseline against an identical copy of itself).
+    #[arg(long)]
+    no_control: bool,
+    /// Gateway worker threads.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Pin the gateway to these CPUs (e.g. 0 or 0-3).
+    #[arg(long)]
+    gateway_cpus: Option<String>,
+    /// Pin the load generator (this process) to these CPUs.
+    #[arg(long)]
+    load_cpus: Option<String>,
+    /// Pin the mock upstreams to these CPUs (default: the load generator's).
+    #[arg(long)]
+    mock_cpus: Option<String>,
+    /// Load generator threads (default: one per --load-cpus CPU, else 1).
+    #[arg(long)]
+    load_threads: Option<usize>,
+    /// Mock runtime threads (default: one per --mock-cpus CPU, else 1).
+    #[arg(long)]
+    mock_threads: Option<usize>,
+    /// The concurrency-1 latency window, in seconds.
+    #[arg(long, default_value_t = 1.5)]
+    latency_s: f64,
+    /// Each sweep step, in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    step_s: f64,
+    /// The sweep's concurrencies.
+    #[arg(long, default_value = "1,2,4,8,16,32,64,128")]
+    concurrency: String,
+    /// The frontier's p99 bounds in ms (unbounded is always reported).
+    #[arg(long, default_value = "1,5,10,50,100")]
+    bounds_ms: String,
+    /// The sweep step whose gateway CPU per request is reported (added to the sweep).
+    #[arg(long, default_value_t = 64)]
+    cpu_concurrency: u32,
+    /// Concurrencies of the translation lane's max-rate steps.
+    #[arg(long, default_value = "8,32")]
+    xlat_concurrency: String,
+    /// Text deltas per paced stream.
+    #[arg(long, default_value_t = 64)]
+    stream_deltas: usize,
+    /// Pause between two deltas, in ms.
+    #[arg(long, default_value_t = 20)]
+    stream_pace_ms: u64,
+    /// Streams at c=1 (one after another) for time to first token and gaps.
+    #[arg(long, default_value_t = 3)]
+    stream_samples: u32,
+    /// The ladder of stream concurrencies (stops at the first step not carried).
+    #[arg(long, default_value = "16,64,256")]
+    stream_concurrency: String,
+    /// A gap between two deltas longer than this is a stall, in ms.
+    #[arg(long, default_value_t = 500)]
+    stall_ms: u64,
+    /// Longest wait for RSS to stop falling after the load, in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    recover_max_s: f64,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
 struct ReportArgs {
     /// The results directory written by scripts/benchmarks.sh.
     #[arg(long)]
@@ -283,6 +357,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::Soak(a)) => run_soak(a),
         Some(BenchCommand::SoakShared(a)) => run_soak_shared(a),
         Some(BenchCommand::Translated(a)) => run_translated(a),
+        Some(BenchCommand::Board(a)) => run_board(a),
         Some(BenchCommand::Report(a)) => {
             let doc = report::document(&a.results)?;
             std::fs::write(&a.out, doc)?;
@@ -396,6 +471,99 @@ fn run_ab(a: AbArgs) -> Result<(), Error> {
     };
     let r = runtime(a.client_threads)?.block_on(ab::run(&shape, &a.variants, &opts))?;
     emit(&a.common, &r, &report::ab_markdown(&r))
+}
+
+fn list<T: std::str::FromStr>(what: &str, s: &str) -> Result<Vec<T>, Error> {
+    let v = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.trim().parse::<T>())
+        .collect::<Result<Vec<T>, _>>()
+        .map_err(|_| format!("--{what}: bad list {s:?} (expected e.g. 1,2,4)"))?;
+    if v.is_empty() {
+        return Err(format!("--{what}: empty list").into());
+    }
+    Ok(v)
+}
+
+fn run_board(a: BoardArgs) -> Result<(), Error> {
+    check_variants(&a.variants)?;
+    let gateway_cpus = cpus(&a.gateway_cpus)?;
+    let load_cpus = cpus(&a.load_cpus)?;
+    let mock_cpus = match &a.mock_cpus {
+        Some(_) => cpus(&a.mock_cpus)?,
+        None => load_cpus.clone(),
+    };
+    if gateway_cpus
+        .iter()
+        .any(|c| load_cpus.contains(c) || mock_cpus.contains(c))
+    {
+        return Err("--gateway-cpus must be disjoint from --load-cpus and --mock-cpus".into());
+    }
+    if a.step_s <= 0.0 || a.latency_s <= 0.0 || a.rounds == 0 {
+        return Err("--rounds, --step-s and --latency-s must be positive".into());
+    }
+    let threads = |n: Option<usize>, c: &[usize]| n.unwrap_or(c.len()).max(1);
+    let mut opts = BoardOptions::new(work_dir(&a.common, "board"), a.common.shapes.clone());
+    opts.rounds = a.rounds;
+    opts.control = !a.no_control;
+    opts.workers = a.workers;
+    opts.load_threads = threads(a.load_threads, &load_cpus);
+    opts.mock_threads = threads(a.mock_threads, &mock_cpus);
+    opts.gateway_cpus = gateway_cpus;
+    opts.load_cpus = load_cpus.clone();
+    opts.mock_cpus = mock_cpus;
+    opts.latency_s = a.latency_s;
+    opts.step_s = a.step_s;
+    opts.concurrency = list("concurrency", &a.concurrency)?;
+    opts.bounds_ms = list("bounds-ms", &a.bounds_ms)?;
+    opts.cpu_concurrency = a.cpu_concurrency;
+    opts.xlat_concurrency = list("xlat-concurrency", &a.xlat_concurrency)?;
+    opts.stream_deltas = a.stream_deltas.max(1);
+    opts.stream_pace = Duration::from_millis(a.stream_pace_ms);
+    opts.stream_samples = a.stream_samples.max(1);
+    opts.stream_concurrency = list("stream-concurrency", &a.stream_concurrency)?;
+    opts.stall = Duration::from_millis(a.stall_ms.max(1));
+    opts.recover_max = Duration::from_secs_f64(a.recover_max_s.max(0.0));
+    // Before the runtime exists, so that its threads inherit the mask.
+    if !load_cpus.is_empty() {
+        launch::pin_current(&load_cpus)
+            .map_err(|e| format!("pinning the load generator to CPUs {load_cpus:?}: {e}"))?;
+    }
+    // A long run stopped by Ctrl-C or SIGTERM drops the run's future, which kills the gateway
+    // it has started (kill_on_drop) before the process exits.
+    let r = runtime(opts.load_threads)?.block_on(async {
+        tokio::select! {
+            r = board::run(&a.variants, &opts) => r.map_err(Error::from),
+            s = interrupted() => Err(format!("{s}: stopped, the running gateway killed").into()),
+        }
+    })?;
+    emit(&a.common, &r, &board::report::markdown(&r))?;
+    let failed: u64 = r.failed.values().sum();
+    if failed > 0 {
+        eprintln!(
+            "bench board: {failed} failed requests or streams (per variant: {:?}); their steps \
+             are left out of the figures",
+            r.failed
+        );
+    }
+    Ok(())
+}
+
+/// The first SIGINT or SIGTERM, named.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut i), Ok(mut t)) => tokio::select! {
+            _ = i.recv() => "SIGINT",
+            _ = t.recv() => "SIGTERM",
+        },
+        // Without handlers the default action stands; never resolve.
+        _ => std::future::pending().await,
+    }
 }
 
 fn run_callgrind(a: CallgrindArgs) -> Result<(), Error> {
@@ -572,6 +740,16 @@ mod tests {
             _ => panic!("expected holdout"),
         }
         assert!(parse(&["--rounds", "2", "holdout", "--variant", "a=/a"]).is_err());
+        let b = parse(&["board", "--variant", "plain=/a", "--gateway-cpus", "0"]).unwrap();
+        match b.command.map(|c| *c) {
+            Some(BenchCommand::Board(b)) => {
+                assert_eq!((b.rounds, b.workers, b.stream_deltas), (3, 1, 64));
+                assert_eq!(list::<u32>("c", &b.concurrency).unwrap().len(), 8);
+            }
+            _ => panic!("expected board"),
+        }
+        assert!(list::<u32>("c", "1,x").is_err());
+        assert!(list::<u32>("c", "").is_err());
         assert!(parse(&["callgrind", "--variant", "nonsense"]).is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! `bench`: the anchored A/B bench by default (`bench --variant NAME=PATH ...`), and its
-//! sibling subcommands (`callgrind`, `holdout`, `rss`, `load`, `soak`, `translated`,
+//! sibling subcommands (`callgrind`, `holdout`, `rss`, `load`, `soak`, `translated`, `board`,
 //! `report`). See `bench::cli`.
 
 use std::process::ExitCode;

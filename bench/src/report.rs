@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::ab::{AbReport, CONTROL};
 use crate::allocators;
+use crate::board::{self, BoardReport};
 use crate::bolt_flags;
 use crate::callgrind::CallgrindReport;
 use crate::holdout::GateResult;
@@ -439,6 +440,27 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
         None => s.push_str(NOT_MEASURED),
     }
 
+    // Only when measured: the lead places the section between its markers.
+    let board = read_json::<BoardReport>(dir, BOARD)?;
+    let board_16 = read_json::<BoardReport>(dir, BOARD_16)?;
+    if board.is_some() || board_16.is_some() {
+        s.push_str("\n## The board's metrics, same-rig method (noisy, report only)\n\n");
+        s.push_str(board::report::BEGIN);
+        s.push_str("\n\n");
+        for (title, r) in [
+            ("2-core layout (`scripts/bench-board.sh`)", board),
+            ("16-core layout (`scripts/bench-board-16.sh`)", board_16),
+        ] {
+            if let Some(r) = r {
+                let _ = writeln!(s, "### {title}\n");
+                s.push_str(&board::report::markdown(&r));
+                s.push('\n');
+            }
+        }
+        s.push_str(board::report::END);
+        s.push('\n');
+    }
+
     s.push_str("\n## Dilution: one-shape training vs the full mix (stable)\n\n");
     match &callgrind {
         Some(r) if r.get(SINGLE).is_some() => s.push_str(&dilution_markdown(r, SINGLE, "pgo")),
@@ -556,6 +578,35 @@ mod tests {
         assert!(
             md.contains("| after-pgo-bolt instructions/request | <= 52,000 | 53,000 | NOT met |")
         );
+    }
+
+    #[test]
+    fn the_board_section_sits_between_its_markers_when_measured() {
+        let d = std::env::temp_dir().join(format!("bench-report-board-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        assert!(!document(&d).unwrap().contains(board::report::BEGIN));
+        let opts = board::BoardOptions::new(d.clone(), d.clone());
+        let v = |n: &str| crate::variant::Variant {
+            name: n.into(),
+            path: n.into(),
+        };
+        let r = board::assemble(
+            &[v("plain"), v("control"), v("pgo")],
+            &opts,
+            Vec::new(),
+            1.0,
+        );
+        std::fs::write(d.join(BOARD), serde_json::to_string(&r).unwrap()).unwrap();
+        let doc = document(&d).unwrap();
+        let (a, b) = (
+            doc.find(board::report::BEGIN).unwrap(),
+            doc.find(board::report::END).unwrap(),
+        );
+        assert!(a < b);
+        assert!(doc[a..b]
+            .contains("| figure | unit | plain | control | pgo | control band | pgo / plain |"));
+        assert!(!doc[a..b].contains("16-core layout"));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

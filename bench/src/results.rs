@@ -13,6 +13,9 @@ pub(crate) const LOAD: &str = "load.json";
 pub(crate) const SOAK: &str = "soak.json";
 pub(crate) const SOAK_SHARED: &str = "soak-shared.json";
 pub(crate) const BUILD_TIMES: &str = "build-times.tsv";
+/// `scripts/bench-board.sh`'s board (2-core layout) and `scripts/bench-board-16.sh`'s.
+pub(crate) const BOARD: &str = "board.json";
+pub(crate) const BOARD_16: &str = "board-16.json";
 /// `scripts/bench-hotpath.sh`'s directory: `callgrind.json`, `base.txt`, `after.txt`.
 pub(crate) const HOTPATH: &str = "hotpath";
 /// `callgrind_annotate` self-cost lines of the large runs: where the instructions go.

@@ -19,6 +19,17 @@ impl MockThread {
     /// Starts the default mock on a current-thread runtime in a new thread, pinned to `cpus`
     /// when not empty.
     pub(crate) fn start(cpus: Vec<usize>) -> std::io::Result<MockThread> {
+        MockThread::start_with(MockConfig::default(), cpus, 1)
+    }
+
+    /// `config` on its own thread, pinned to `cpus` when not empty, on a runtime of `threads`
+    /// workers (1: a current-thread runtime; more: the multi-core layout, whose workers
+    /// inherit the pinning of the thread that builds them).
+    pub(crate) fn start_with(
+        config: MockConfig,
+        cpus: Vec<usize>,
+        threads: usize,
+    ) -> std::io::Result<MockThread> {
         let (ready_tx, ready_rx) = mpsc::channel::<std::io::Result<String>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -30,10 +41,17 @@ impl MockThread {
                         return;
                     }
                 }
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
+                let rt = if threads > 1 {
+                    tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(threads)
+                        .enable_all()
+                        .build()
+                } else {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                };
+                let rt = match rt {
                     Ok(rt) => rt,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -41,7 +59,7 @@ impl MockThread {
                     }
                 };
                 rt.block_on(async move {
-                    match MockUpstream::start(MockConfig::default()).await {
+                    match MockUpstream::start(config).await {
                         Ok(mock) => {
                             let _ = ready_tx.send(Ok(mock.base_url()));
                             let _ = stop_rx.await;
