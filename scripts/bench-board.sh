@@ -19,6 +19,11 @@
 #   BOARD_STREAMS       the stream ladder (default 16,64,256)
 #   BOARD_STREAM_SAMPLES  streams at c=1 for time to first token and gaps (default 3)
 #   BOARD_ARGS          more `bench board` arguments, word-split
+#   BENCHMARKS_MD       also replace the board section of this file (between its markers) with
+#                       this run's (`bench report --board-only`; scripts/benchmarks.sh writes the
+#                       whole file instead)
+# Exits 1 when the shipped gateway does not follow the report's BOLT rule (a BOLT that hurts
+# beyond the paired interval while nix/gateway/per-system.nix still releases gateway-pgo-bolt).
 # Takes ~14 min with the defaults on a 2-core VM (4 gateway runs and the direct run per round).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,3 +58,11 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
   --stream-samples "${BOARD_STREAM_SAMPLES:-3}" ${BOARD_ARGS:-} \
   --work-dir "$out/board-work" --json "$out/board.json" --markdown "$out/board.md" >/dev/null
 echo "bench-board: wrote $out/board.json and $out/board.md" >&2
+if [ -n "${BENCHMARKS_MD:-}" ]; then
+  "$BENCH" report --results "$out" --board-only --out "$BENCHMARKS_MD"
+fi
+if grep -q 'BOLT \*\*hurts\*\*' "$out/board.md" &&
+  grep -q 'gateway = chain.gateway-pgo-bolt;' "$repo/nix/gateway/per-system.nix"; then
+  echo "bench-board: BOLT hurts on this rig beyond the paired interval, yet the release ships gateway-pgo-bolt (nix/gateway/per-system.nix): the BOLT rule says ship gateway-pgo" >&2
+  exit 1
+fi

@@ -345,6 +345,10 @@ struct ReportArgs {
     results: PathBuf,
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
+    /// Replace only the board's section (between its markers) of the existing --out with the
+    /// one from --results (scripts/bench-board.sh run alone), leaving the rest as it was.
+    #[arg(long)]
+    board_only: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Error> {
@@ -359,8 +363,16 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::Translated(a)) => run_translated(a),
         Some(BenchCommand::Board(a)) => run_board(a),
         Some(BenchCommand::Report(a)) => {
-            let doc = report::document(&a.results)?;
-            std::fs::write(&a.out, doc)?;
+            let doc = if a.board_only {
+                let old = std::fs::read_to_string(&a.out)?;
+                report::splice_board(&a.results, &old)?
+            } else {
+                report::document(&a.results)?
+            };
+            // Whole or not at all: a reader never sees a half-written file.
+            let tmp = a.out.with_extension("md.tmp");
+            std::fs::write(&tmp, doc)?;
+            std::fs::rename(&tmp, &a.out)?;
             eprintln!("bench report: wrote {}", a.out.display());
             Ok(())
         }

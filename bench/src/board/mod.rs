@@ -14,6 +14,7 @@ mod latency;
 mod memory;
 pub mod report;
 mod streams;
+pub mod worth;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

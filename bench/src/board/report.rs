@@ -114,6 +114,15 @@ pub fn markdown(r: &BoardReport) -> String {
         list(&g.stream_concurrency),
         g.stall_ms,
     );
+    let _ = writeln!(
+        s,
+        "Binaries: {}.\n",
+        r.variants
+            .iter()
+            .map(|(n, p)| format!("{n} `{p}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let cap = match g.headroom {
         Some(h) if h >= crate::stats::MIN_FLOOR_HEADROOM => format!(
             "{h:.2}x the best gateway's unbounded rate: the load side does not cap the gateway"
@@ -219,5 +228,6 @@ pub fn markdown(r: &BoardReport) -> String {
             let _ = writeln!(s, "- `{}`", f.replace('`', "'"));
         }
     }
+    s.push_str(&super::worth::markdown(r));
     s
 }
