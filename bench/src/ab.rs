@@ -115,29 +115,16 @@ pub async fn run(
     variants: &[Variant],
     opts: &AbOptions,
 ) -> Result<AbReport, BenchError> {
-    let base = variants
-        .first()
-        .ok_or(BenchError::Failed("no variants to measure".into()))?;
+    if variants.is_empty() {
+        return Err(BenchError::Failed("no variants to measure".into()));
+    }
     std::fs::create_dir_all(&opts.work_dir)
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
-    let mut all: Vec<Variant> = variants.to_vec();
-    if opts.control {
-        // A separate file with the same bytes: the same code at other page-cache pages and
-        // another path, which is what a "different binary" can differ by without a change.
-        let copy = opts.work_dir.join(format!("{}-control", base.name));
-        std::fs::copy(&base.path, &copy).map_err(io(format!(
-            "copying {} to {}",
-            base.path.display(),
-            copy.display()
-        )))?;
-        all.insert(
-            1,
-            Variant {
-                name: CONTROL.into(),
-                path: copy,
-            },
-        );
-    }
+    let all = if opts.control {
+        crate::variant::with_control(variants, &opts.work_dir)?
+    } else {
+        variants.to_vec()
+    };
 
     let mock =
         MockThread::start(opts.mock_cpus.clone()).map_err(io("starting the mock upstream"))?;

@@ -1,8 +1,10 @@
 //! The gateway binaries a measurement compares: `--variant NAME=PATH`, the first the
 //! baseline, and the name reserved for the baseline's identical copy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+use crate::error::{io, BenchError};
 
 /// The variant name of the baseline's identical copy.
 pub const CONTROL: &str = "control";
@@ -59,6 +61,33 @@ pub(crate) fn check_variants(variants: &[Variant]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `variants` with the control inserted after the baseline: a separate file with the
+/// baseline's bytes, in `work_dir`. The same code at other page-cache pages and another path
+/// is what a "different binary" can differ by without a change.
+pub(crate) fn with_control(
+    variants: &[Variant],
+    work_dir: &Path,
+) -> Result<Vec<Variant>, BenchError> {
+    let mut all = variants.to_vec();
+    let Some(base) = variants.first() else {
+        return Ok(all);
+    };
+    let copy = work_dir.join(format!("{}-control", base.name));
+    std::fs::copy(&base.path, &copy).map_err(io(format!(
+        "copying {} to {}",
+        base.path.display(),
+        copy.display()
+    )))?;
+    all.insert(
+        1,
+        Variant {
+            name: CONTROL.into(),
+            path: copy,
+        },
+    );
+    Ok(all)
 }
 
 #[cfg(test)]

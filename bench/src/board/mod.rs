@@ -387,9 +387,9 @@ pub struct BoardReport {
 /// Runs the whole schedule. `variants[0]` is the baseline.
 pub async fn run(variants: &[Variant], opts: &BoardOptions) -> Result<BoardReport, BenchError> {
     let started = std::time::Instant::now();
-    let base = variants
-        .first()
-        .ok_or(BenchError::Failed("no variants to measure".into()))?;
+    if variants.is_empty() {
+        return Err(BenchError::Failed("no variants to measure".into()));
+    }
     if variants.iter().any(|v| v.name == DIRECT) {
         return Err(BenchError::Failed(format!(
             "{DIRECT:?} names the mock's own legs; pick another variant name"
@@ -397,23 +397,11 @@ pub async fn run(variants: &[Variant], opts: &BoardOptions) -> Result<BoardRepor
     }
     std::fs::create_dir_all(&opts.work_dir)
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
-    let mut all: Vec<Variant> = variants.to_vec();
-    if opts.control {
-        // Another file with the same bytes, as the A/B bench's control.
-        let copy = opts.work_dir.join(format!("{}-control", base.name));
-        std::fs::copy(&base.path, &copy).map_err(io(format!(
-            "copying {} to {}",
-            base.path.display(),
-            copy.display()
-        )))?;
-        all.insert(
-            1,
-            Variant {
-                name: CONTROL.into(),
-                path: copy,
-            },
-        );
-    }
+    let all = if opts.control {
+        crate::variant::with_control(variants, &opts.work_dir)?
+    } else {
+        variants.to_vec()
+    };
     let shapes = Shapes::load(&opts.shapes_dir)?;
     let fail = |c: MockConfig| MockConfig {
         fail_status: opts.mock_fail_status,
