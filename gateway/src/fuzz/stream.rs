@@ -303,11 +303,15 @@ fn without_clock(v: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(without_clock),
         Value::String(s) => {
-            // Gemini calls without an id get `call_<secs>_<n>`.
-            if let Some(rest) = s.strip_prefix("call_") {
-                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                if digits > 0 && rest.as_bytes().get(digits) == Some(&b'_') {
-                    *s = format!("call_T{}", &rest[digits..]);
+            // Gemini calls without an id get `call_<secs>_<n>`, and the Responses items made
+            // from them `fc_call_<secs>_<n>` / `ctc_call_<secs>_<n>`.
+            for prefix in ["call_", "fc_call_", "ctc_call_"] {
+                if let Some(rest) = s.strip_prefix(prefix) {
+                    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                    if digits > 0 && rest.as_bytes().get(digits) == Some(&b'_') {
+                        *s = format!("{prefix}T{}", &rest[digits..]);
+                        break;
+                    }
                 }
             }
         }
