@@ -39,6 +39,10 @@ pub(crate) struct AccessRecord {
     pub(crate) tokens_estimated: bool,
     /// Set when the request ended abnormally (client gone, upstream timeout, ...).
     pub(crate) error: Option<&'static str>,
+    /// The provider of the target that answered (`openai`, `azure-openai`, ...); absent when
+    /// no upstream answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) provider: Option<&'static str>,
     /// `client->upstream` dialects when the request was translated (`messages->chat`);
     /// absent on passthrough lines, which keep their format.
     #[serde(skip_serializing_if = "Option::is_none")]

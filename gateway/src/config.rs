@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::dialect::Provider;
 use crate::headers::ForwardError;
+use crate::providers::{AzureAuth, KeyHeader};
 use crate::upstream_url::UrlError;
 
 /// Where a configuration error was found, and what is wrong.
@@ -143,6 +144,64 @@ pub(crate) struct Target {
     /// otherwise they are dropped.
     #[serde(default)]
     pub(crate) reasoning: bool,
+    /// Azure OpenAI: the deployment (default: `model`), in the URL of a dated API version
+    /// and the body's `model`.
+    pub(crate) deployment: Option<String>,
+    /// Azure OpenAI (required there): `"v1"` (`/openai/v1/...`) or a dated version such as
+    /// `"2024-10-21"` (`/openai/deployments/{deployment}/...?api-version=...`).
+    pub(crate) api_version: Option<String>,
+    /// Azure OpenAI: what `api_key_env` holds, a resource key (`"api-key"`, the default) or
+    /// a Microsoft Entra ID token (`"entra"`, sent as a bearer token).
+    pub(crate) auth: Option<AzureAuth>,
+}
+
+impl Target {
+    /// The model name sent upstream: an Azure target's deployment.
+    pub(crate) fn upstream_model(&self) -> &str {
+        self.deployment.as_deref().unwrap_or(&self.model)
+    }
+
+    pub(crate) fn key_header(&self) -> KeyHeader {
+        KeyHeader::of(self.provider, self.auth)
+    }
+
+    /// The Azure-only keys: required or refused by provider, their values URL-safe.
+    fn check_azure(&self, at: &str) -> Result<(), Invalid> {
+        if self.provider != Provider::AzureOpenai {
+            let set = [
+                ("deployment", self.deployment.is_some()),
+                ("api_version", self.api_version.is_some()),
+                ("auth", self.auth.is_some()),
+            ];
+            return match set.iter().find(|(_, s)| *s) {
+                Some((k, _)) => Err(invalid(
+                    format!("{at}.{k}"),
+                    "applies only to provider \"azure-openai\"",
+                )),
+                None => Ok(()),
+            };
+        }
+        let Some(version) = &self.api_version else {
+            return Err(invalid(
+                format!("{at}.api_version"),
+                "is required for provider \"azure-openai\": \"v1\" (the v1 API) or a dated version such as \"2024-10-21\"",
+            ));
+        };
+        crate::providers::check_url_token(version)
+            .map_err(|e| invalid(format!("{at}.api_version"), e))?;
+        if let Some(d) = &self.deployment {
+            crate::providers::check_url_token(d)
+                .map_err(|e| invalid(format!("{at}.deployment"), e))?;
+        } else {
+            crate::providers::check_url_token(&self.model).map_err(|_| {
+                invalid(
+                    format!("{at}.deployment"),
+                    "is required when model is not a valid deployment name (letters, digits, '-', '_', '.')",
+                )
+            })?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -506,8 +565,9 @@ impl Config {
                 if t.model.is_empty() {
                     return Err(invalid(format!("{at}.model"), "must not be empty"));
                 }
+                t.check_azure(&at)?;
                 if let Some(var) = &t.api_key_env {
-                    check_upstream_key(var, t.provider)
+                    check_upstream_key(var, t.key_header())
                         .map_err(|e| invalid(format!("{at}.api_key_env"), e))?;
                 }
             }
@@ -582,9 +642,9 @@ fn check_env_var(var: &str) -> Result<(), EnvError> {
 }
 
 /// The upstream key must become a header value; the message never quotes the key.
-fn check_upstream_key(var: &str, provider: Provider) -> Result<(), Problem> {
+fn check_upstream_key(var: &str, header: KeyHeader) -> Result<(), Problem> {
     let key = env_secret(var)?;
-    crate::headers::upstream_auth(provider, &key)
+    crate::providers::upstream_auth(header, &key)
         .map(|_| ())
         .map_err(|_| Problem::UpstreamKey(var.to_owned()))
 }
@@ -877,5 +937,19 @@ model = "gpt-4o-mini-2024-07-18"
         std::env::set_var("GEMINI_API_KEY", "gm-test");
         std::env::set_var("GATEWAY_KEY_TEAM_B", "gw-test");
         parse(text).unwrap();
+        // The commented-out Azure model, uncommented, is valid too.
+        let azure: String = text
+            .lines()
+            .skip_while(|l| !l.starts_with("# Azure OpenAI:"))
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(azure.contains("provider = \"azure-openai\""), "{azure}");
+        std::env::set_var("AZURE_OPENAI_API_KEY", "az-test");
+        let c = parse(&format!("{text}\n{azure}")).unwrap();
+        let t = &c.models.last().unwrap().targets[0];
+        assert_eq!(t.provider, Provider::AzureOpenai);
+        assert_eq!(t.upstream_model(), "gpt-4o-mini-prod");
     }
 }

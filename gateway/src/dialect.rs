@@ -19,6 +19,37 @@ pub(crate) enum Provider {
     /// Google's Gemini API (AI Studio, API key): serves `models/{model}:generateContent`.
     #[serde(rename = "gemini")]
     Gemini,
+    /// Azure OpenAI: OpenAI's chat completions and responses on Azure's URLs (a deployment,
+    /// an `api-version`) with Azure's credentials (`crate::providers`).
+    #[serde(rename = "azure-openai")]
+    AzureOpenai,
+}
+
+impl Provider {
+    pub(crate) const ALL: [Provider; 5] = [
+        Provider::Openai,
+        Provider::Anthropic,
+        Provider::OpenaiCompatible,
+        Provider::Gemini,
+        Provider::AzureOpenai,
+    ];
+
+    /// The name configs and logs use.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::OpenaiCompatible => "openai-compatible",
+            Provider::Gemini => "gemini",
+            Provider::AzureOpenai => "azure-openai",
+        }
+    }
+
+    /// Whether this provider runs OpenAI's own models and API (the same request fields:
+    /// `max_completion_tokens`, reasoning effort).
+    pub(crate) const fn is_openai(self) -> bool {
+        matches!(self, Provider::Openai | Provider::AzureOpenai)
+    }
 }
 
 /// A client-facing API dialect, fixed by the request path.
@@ -73,8 +104,10 @@ impl Dialect {
     pub(crate) const fn served_by(self, provider: Provider) -> bool {
         matches!(
             (self, provider),
-            (Dialect::Chat | Dialect::Responses, Provider::Openai)
-                | (Dialect::Chat, Provider::OpenaiCompatible)
+            (
+                Dialect::Chat | Dialect::Responses,
+                Provider::Openai | Provider::AzureOpenai
+            ) | (Dialect::Chat, Provider::OpenaiCompatible)
                 | (Dialect::Messages, Provider::Anthropic)
                 | (Dialect::Gemini, Provider::Gemini)
         )
@@ -88,7 +121,7 @@ impl Dialect {
         }
         match provider {
             Provider::Anthropic => Dialect::Messages,
-            Provider::Openai | Provider::OpenaiCompatible => Dialect::Chat,
+            Provider::Openai | Provider::OpenaiCompatible | Provider::AzureOpenai => Dialect::Chat,
             Provider::Gemini => Dialect::Gemini,
         }
     }
@@ -177,6 +210,10 @@ mod tests {
             (Chat, Provider::Gemini, Gemini),
             (Messages, Provider::Gemini, Gemini),
             (Responses, Provider::Gemini, Gemini),
+            (Chat, Provider::AzureOpenai, Chat),
+            (Responses, Provider::AzureOpenai, Responses),
+            (Messages, Provider::AzureOpenai, Chat),
+            (Gemini, Provider::AzureOpenai, Chat),
         ];
         for (client, provider, upstream) in cases {
             assert_eq!(

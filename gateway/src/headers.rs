@@ -9,8 +9,6 @@
 
 use http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
 
-use crate::dialect::Provider;
-
 /// Client request headers always forwarded. `content-type` is not among them: the body was
 /// parsed as JSON, so the gateway sends `application/json` whatever the client claimed.
 pub(crate) const FORWARDED: [HeaderName; 4] = [
@@ -128,27 +126,6 @@ pub(crate) fn host(uri: &Uri) -> Option<HeaderValue> {
         _ => HeaderValue::from_str(host),
     };
     value.ok()
-}
-
-/// An upstream key that cannot be sent as a header value (control bytes and the like).
-#[derive(Debug, thiserror::Error)]
-#[error("the upstream key is not a valid HTTP header value")]
-pub(crate) struct InvalidUpstreamKey;
-
-/// The header carrying an upstream key for `provider`, marked sensitive (never logged by
-/// hyper, kept out of HPACK tables). Fails if the key is not a valid header value.
-pub(crate) fn upstream_auth(
-    provider: Provider,
-    key: &str,
-) -> Result<(HeaderName, HeaderValue), InvalidUpstreamKey> {
-    let (name, value) = match provider {
-        Provider::Openai | Provider::OpenaiCompatible => ("authorization", format!("Bearer {key}")),
-        Provider::Anthropic => ("x-api-key", key.to_owned()),
-        Provider::Gemini => ("x-goog-api-key", key.to_owned()),
-    };
-    let mut value = HeaderValue::try_from(value).map_err(|_| InvalidUpstreamKey)?;
-    value.set_sensitive(true);
-    Ok((HeaderName::from_static(name), value))
 }
 
 #[cfg(test)]

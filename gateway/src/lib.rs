@@ -22,6 +22,7 @@ mod error;
 mod fuzz;
 mod headers;
 mod metrics;
+mod providers;
 mod proxy;
 mod query;
 mod ratelimit;

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::dialect::Provider;
+
 /// Routes as metric labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
@@ -131,6 +133,8 @@ pub(crate) struct ModelSlot {
     pub(crate) failovers: AtomicU64,
     /// Requests answered by a target that got them translated.
     pub(crate) translated: AtomicU64,
+    /// Upstream answers (any status) by the answering target's provider (`Provider as usize`).
+    pub(crate) answered_by: [AtomicU64; Provider::ALL.len()],
     pub(crate) upstream_connect_errors: AtomicU64,
     pub(crate) upstream_timeouts: AtomicU64,
     pub(crate) upstream_protocol_errors: AtomicU64,
@@ -156,6 +160,11 @@ pub(crate) enum UpstreamErrorKind {
 }
 
 impl ModelSlot {
+    /// Counts an upstream answer (its head) from a target of `provider`.
+    pub(crate) fn answered(&self, provider: Provider) {
+        self.answered_by[provider as usize].fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn upstream_error(&self, kind: UpstreamErrorKind) {
         let c = match kind {
             UpstreamErrorKind::Connect => &self.upstream_connect_errors,
@@ -388,6 +397,20 @@ impl Metrics {
                     escape(model_label(mi)),
                     get(m).load(Relaxed)
                 );
+            }
+        }
+        out.push_str("# HELP gateway_upstream_responses_total Upstream answers relayed, by the answering target's provider.\n# TYPE gateway_upstream_responses_total counter\n");
+        for (mi, m) in self.model_slots.iter().enumerate() {
+            for p in Provider::ALL {
+                let n = m.answered_by[p as usize].load(Relaxed);
+                if n > 0 {
+                    let _ = writeln!(
+                        out,
+                        "gateway_upstream_responses_total{{model=\"{}\",provider=\"{}\"}} {n}",
+                        escape(model_label(mi)),
+                        p.name()
+                    );
+                }
             }
         }
         let _ = writeln!(

@@ -34,6 +34,8 @@ pub(crate) struct Settlement {
     pub(crate) upstream_start: Option<Instant>,
     pub(crate) upstream_ttfb: Option<Duration>,
     pub(crate) error: Option<&'static str>,
+    /// The provider of the target that answered.
+    pub(crate) provider: Option<crate::dialect::Provider>,
     /// Set when the answering target got the request translated, e.g. `messages->chat`.
     pub(crate) translated: Option<&'static str>,
     /// Fields translation dropped (TRANSLATION.md); empty when none were.
@@ -65,6 +67,7 @@ impl Settlement {
             upstream_start: None,
             upstream_ttfb: None,
             error: None,
+            provider: None,
             translated: None,
             dropped: Vec::new(),
             conn: None,
@@ -183,6 +186,7 @@ impl Drop for Settlement {
                 output_tokens: self.usage.output,
                 tokens_estimated: input_estimated || output_estimated,
                 error: self.error,
+                provider: self.provider.map(|p| p.name()),
                 translated: self.translated,
                 dropped: std::mem::take(&mut self.dropped),
             });

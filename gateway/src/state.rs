@@ -13,8 +13,9 @@ use crate::buffer::BufferBudget;
 use crate::client::{self, ClientError, UpstreamClient};
 use crate::config::{self, Config, EnvError};
 use crate::dialect::{Dialect, Provider};
-use crate::headers::{upstream_auth, ForwardError};
+use crate::headers::ForwardError;
 use crate::metrics::Metrics;
+use crate::providers::upstream_auth;
 use crate::ratelimit::{Limiter, Limits, RedisError, Scope};
 use crate::translate::policy::{BuiltinTools, Policy};
 use crate::upstream_url::{UpstreamUrl, UrlError};
@@ -182,7 +183,7 @@ impl State {
                                 source,
                             }
                         })?;
-                        let auth = upstream_auth(t.provider, &key).map_err(|_| {
+                        let auth = upstream_auth(t.key_header(), &key).map_err(|_| {
                             SetupError::UpstreamKey {
                                 model: m.name.clone(),
                                 var: var.clone(),
@@ -191,20 +192,26 @@ impl State {
                         (Some(auth), Some(Arc::from(key.into_bytes())))
                     }
                 };
+                let upstream_model = t.upstream_model();
                 let model_json =
-                    Bytes::from(serde_json::to_vec(&t.model).expect("a string serializes"));
+                    Bytes::from(serde_json::to_vec(upstream_model).expect("a string serializes"));
                 let gemini = (t.provider == Provider::Gemini)
                     .then(|| Arc::new(GeminiUris::new(&base, &t.model)));
                 for d in Dialect::ALL {
                     let upstream = d.upstream_for(t.provider);
                     let uri = match &gemini {
                         Some(g) => g.generate.clone(),
-                        None => base.join(upstream.path()),
+                        None => base.join(&crate::providers::upstream_path(
+                            t.provider,
+                            upstream,
+                            upstream_model,
+                            t.api_version.as_deref(),
+                        )),
                     };
                     targets[d.index()].push(Target {
                         host: crate::headers::host(&uri),
                         uri,
-                        model: t.model.as_str().into(),
+                        model: upstream_model.into(),
                         model_json: model_json.clone(),
                         auth: auth.clone(),
                         secret: secret.clone(),

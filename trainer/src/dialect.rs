@@ -95,6 +95,9 @@ impl Dialect {
         if GeminiCall::parse(path).is_some() {
             return Some(Dialect::Gemini);
         }
+        if let Some(d) = azure_dialect(path) {
+            return Some(d);
+        }
         [Dialect::Chat, Dialect::Messages, Dialect::Responses]
             .into_iter()
             .find(|d| d.route() == path)
@@ -155,6 +158,22 @@ impl Dialect {
     }
 }
 
+/// The dialect of an Azure OpenAI path: `/openai/deployments/{deployment}/chat/completions`
+/// and `/openai/responses` (dated API versions), `/openai/v1/chat/completions` and
+/// `/openai/v1/responses` (the v1 API).
+fn azure_dialect(path: &str) -> Option<Dialect> {
+    let rest = path.strip_prefix("/openai/")?;
+    match rest {
+        "v1/chat/completions" => return Some(Dialect::Chat),
+        "v1/responses" | "responses" => return Some(Dialect::Responses),
+        _ => {}
+    }
+    let deployment = rest
+        .strip_prefix("deployments/")?
+        .strip_suffix("/chat/completions")?;
+    (!deployment.is_empty() && !deployment.contains('/')).then_some(Dialect::Chat)
+}
+
 impl fmt::Display for Dialect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.as_str())
@@ -176,6 +195,10 @@ pub enum Provider {
     OpenAiCompatible,
     /// Google's Gemini API (API key): generateContent and streamGenerateContent.
     Gemini,
+    /// Azure OpenAI: chat completions and responses on Azure's paths
+    /// (`/openai/deployments/{deployment}/chat/completions?api-version=...`).
+    #[serde(rename = "azure-openai")]
+    AzureOpenAi,
 }
 
 impl Provider {
@@ -185,13 +208,16 @@ impl Provider {
             Provider::Anthropic => "anthropic",
             Provider::OpenAiCompatible => "openai-compatible",
             Provider::Gemini => "gemini",
+            Provider::AzureOpenAi => "azure-openai",
         }
     }
 
     /// Whether this provider serves `dialect` as is (the gateway's passthrough path).
     pub fn speaks(self, dialect: Dialect) -> bool {
         match self {
-            Provider::OpenAi => matches!(dialect, Dialect::Chat | Dialect::Responses),
+            Provider::OpenAi | Provider::AzureOpenAi => {
+                matches!(dialect, Dialect::Chat | Dialect::Responses)
+            }
             Provider::Anthropic => dialect == Dialect::Messages,
             Provider::OpenAiCompatible => dialect == Dialect::Chat,
             Provider::Gemini => dialect == Dialect::Gemini,
@@ -242,6 +268,20 @@ mod tests {
         );
         assert_eq!(Dialect::from_path("/v1/messages"), Some(Dialect::Messages));
         assert_eq!(Dialect::from_path("/v1/models"), None);
+        for (path, d) in [
+            (
+                "/openai/deployments/dep/chat/completions",
+                Some(Dialect::Chat),
+            ),
+            ("/openai/v1/chat/completions", Some(Dialect::Chat)),
+            ("/openai/v1/responses", Some(Dialect::Responses)),
+            ("/openai/responses", Some(Dialect::Responses)),
+            ("/openai/deployments//chat/completions", None),
+            ("/openai/deployments/a/b/chat/completions", None),
+            ("/openai/v1/messages", None),
+        ] {
+            assert_eq!(Dialect::from_path(path), d, "{path}");
+        }
     }
 
     #[test]

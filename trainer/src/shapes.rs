@@ -621,7 +621,7 @@ concurrency = 2
         // The translated paths are hot in production: messages on an OpenAI upstream
         // (streaming and not) and chat on an Anthropic upstream (streaming) train.
         // So are Gemini's: Gemini CLI on other providers' models, and each other dialect on a
-        // Gemini model.
+        // Gemini model. Azure OpenAI's URL scheme trains once.
         for (d, upstream, stream) in [
             (Dialect::Messages, Provider::OpenAi, false),
             (Dialect::Messages, Provider::OpenAi, true),
@@ -631,6 +631,7 @@ concurrency = 2
             (Dialect::Chat, Provider::Gemini, false),
             (Dialect::Messages, Provider::Gemini, true),
             (Dialect::Responses, Provider::Gemini, true),
+            (Dialect::Chat, Provider::AzureOpenAi, false),
         ] {
             assert!(
                 training

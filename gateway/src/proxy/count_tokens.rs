@@ -70,6 +70,10 @@ async fn upstream(
     match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await {
         Ok(Ok(resp)) => {
             c.upstream_ttfb = Some(start.elapsed());
+            c.provider = Some(t.provider);
+            if let Some(slot) = c.model_slot() {
+                slot.answered(t.provider);
+            }
             respond(c, dialect, resp, t, false).await
         }
         Ok(Err(_)) => fail(

@@ -21,7 +21,7 @@ use hyper::body::Incoming;
 use crate::auth::AuthOutcome;
 use crate::body::{full, GatewayBody};
 use crate::buffer::{self, BufferError, BufferedBody};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, Provider};
 use crate::error::{ApiError, ErrorKind};
 use crate::headers;
 use crate::metrics::UpstreamErrorKind;
@@ -261,7 +261,9 @@ impl Plan<'_> {
             };
             return g.of(method).clone();
         }
-        match self.query.filter(|_| !target.translates(dialect)) {
+        // The URL of an Azure target is the operator's (its api-version), never the client's.
+        let passes = !target.translates(dialect) && target.provider != Provider::AzureOpenai;
+        match self.query.filter(|_| passes) {
             Some(q) => with_query(&target.uri, q),
             None => target.uri.clone(),
         }
@@ -359,6 +361,8 @@ async fn forward(
             }
         }
         c.upstream_ttfb = Some(start.elapsed());
+        c.provider = Some(target.provider);
+        slot.answered(target.provider);
         if let (true, Some(hub)) = (target.translates(dialect), plan.hub()) {
             c.translated = Some(translate::label(dialect, target.upstream));
             slot.translated.fetch_add(1, Relaxed);

@@ -12,7 +12,6 @@ use super::json::{
 };
 use super::policy::Verdicts;
 use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
-use crate::dialect::Provider;
 use std::borrow::Cow;
 
 /// Hints: they tune storage, billing or routing on OpenAI's side and cannot change the
@@ -459,7 +458,7 @@ pub(super) fn encode_request<'a>(r: &'a Request, t: TargetInfo<'a>) -> wire::Cha
         encode_message(m, &mut messages);
     }
     // OpenAI's newer models refuse `max_tokens`; compatible servers often only know it.
-    let (max_completion_tokens, max_tokens) = if t.provider == Provider::Openai {
+    let (max_completion_tokens, max_tokens) = if t.provider.is_openai() {
         (r.max_tokens, None)
     } else {
         (None, r.max_tokens)
@@ -741,6 +740,7 @@ pub(crate) fn to_bytes(v: &impl serde::Serialize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dialect::Provider;
 
     /// Decodes through the whole policy, as the proxy does (default: lenient).
     fn decode(v: &Value) -> Result<Request, TranslateError> {

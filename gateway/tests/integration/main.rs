@@ -3,6 +3,7 @@
 //! `support` holds the helpers they share.
 
 mod auth;
+mod azure;
 mod dialects;
 mod errors;
 mod failover;

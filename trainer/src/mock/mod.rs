@@ -24,6 +24,13 @@
 //! charset=UTF-8`. The usage is [`expected_usage`]'s: `promptTokenCount` the input,
 //! `candidatesTokenCount` the output, `totalTokenCount` their sum.
 //!
+//! # Azure OpenAI
+//!
+//! Azure's paths are served as OpenAI's: `/openai/deployments/{deployment}/chat/completions`
+//! and `/openai/v1/chat/completions` as `/v1/chat/completions`, `/openai/responses` and
+//! `/openai/v1/responses` as `/v1/responses`. Neither the `api-version` query nor the
+//! `api-key` header is checked; [`RecordedRequest`] keeps both.
+//!
 //! # Answers on demand
 //!
 //! Deterministic triggers in the request, so a test (or a gateway config, which picks the

@@ -2,7 +2,11 @@
 
 use toml::{Table, Value};
 
+use crate::dialect::Provider;
 use crate::shapes::{Posture, Shape};
+
+/// The `api_version` of an `azure-openai` target (Azure's GA data-plane version).
+pub(crate) const AZURE_API_VERSION: &str = "2024-10-21";
 
 /// Far above anything a training run sends: the quota accounting runs, nothing is rejected.
 pub(crate) const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
@@ -56,6 +60,10 @@ pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String 
     target.insert("provider".into(), shape.upstream.as_str().into());
     target.insert("base_url".into(), upstream.into());
     target.insert("model".into(), shape.model.clone().into());
+    if shape.upstream == Provider::AzureOpenAi {
+        // The deployments URL with its api-version, the scheme further from OpenAI's.
+        target.insert("api_version".into(), AZURE_API_VERSION.into());
+    }
     let mut model = Table::new();
     model.insert("name".into(), shape.model.clone().into());
     if limited {
@@ -137,6 +145,24 @@ mod tests {
             assert_eq!(target["provider"].as_str(), Some(provider), "{name}");
             assert_eq!(v["models"][0]["name"].as_str(), Some(s.model.as_str()));
         }
+    }
+
+    #[test]
+    fn an_azure_shape_names_its_api_version() {
+        let s = shape("chat-nonstream-minimal-via-azure-openai");
+        assert!(!s.is_translated());
+        let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+        let v: Table = toml::from_str(&text).unwrap();
+        let target = &v["models"][0]["targets"][0];
+        assert_eq!(target["provider"].as_str(), Some("azure-openai"));
+        assert_eq!(target["api_version"].as_str(), Some(AZURE_API_VERSION));
+        let other = render(
+            &shape("chat-nonstream-minimal"),
+            "http://x",
+            "127.0.0.1:2",
+            "k",
+        );
+        assert!(!other.contains("api_version"));
     }
 
     #[test]
