@@ -84,6 +84,28 @@ t0=$SECONDS
   --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md"
 echo "=== bench-ci: holdout gate passed in $((SECONDS - t0)) s"
 
+# The board scripts users run, for real but briefly: one round (no paired interval, so the BOLT
+# rule cannot fire on noise), tiny steps, the chain's three binaries; then the 16-core script
+# must refuse on this machine's fewer CPUs before it builds or runs anything.
+t0=$SECONDS
+BENCH="$BENCH" BOARD_ROUNDS=1 BOARD_LATENCY_S=0.2 BOARD_STEP_S=0.2 BOARD_CONCURRENCY=1,8 \
+  BOARD_STREAMS=4 BOARD_STREAM_SAMPLES=1 \
+  BOARD_ARGS="--cpu-concurrency 8 --xlat-concurrency 4 --stream-deltas 8 --stream-pace-ms 5 --recover-max-s 2" \
+  bash "$repo/scripts/bench-board.sh" "$chain" "$out/board"
+grep -q '^| failed requests and streams |' "$out/board/board.md" || {
+  echo "bench-ci: the board's markdown has no table" >&2
+  exit 1
+}
+if [ "$(nproc)" -lt 16 ]; then
+  rc=0
+  bash "$repo/scripts/bench-board-16.sh" "$chain" "$out/board-16" 2>"$out/board-16.err" || rc=$?
+  if [ "$rc" != 2 ] || ! grep -q REFUSED "$out/board-16.err"; then
+    echo "bench-ci: scripts/bench-board-16.sh on $(nproc) CPUs exited $rc without refusing" >&2
+    exit 1
+  fi
+fi
+echo "=== bench-ci: board scripts in $((SECONDS - t0)) s"
+
 t0=$SECONDS
 SOAK_OUT="$out/soak" BENCH="$BENCH" bash "$repo/scripts/soak.sh" "$chain/gateway/bin/gateway"
 echo "=== bench-ci: soak passed in $((SECONDS - t0)) s"
