@@ -41,7 +41,7 @@ impl SseParser {
 
     /// Feeds the next chunk of the stream; calls `on_event` for every event it completes.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
-        while let Some(nl) = chunk.iter().position(|&b| b == b'\n') {
+        while let Some(nl) = memchr::memchr(b'\n', chunk) {
             let (line, rest) = chunk.split_at(nl);
             chunk = &rest[1..];
             if self.line_dropped {

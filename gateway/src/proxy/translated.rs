@@ -78,7 +78,9 @@ impl Body for TranslatedStream {
                     let Some(chunk) = frame.data_ref() else {
                         continue; // trailers carry nothing to translate
                     };
-                    let mut out = Vec::new();
+                    // Sized for the translated events at once: growing from empty cost
+                    // several reallocations per upstream chunk.
+                    let mut out = Vec::with_capacity(chunk.len() + chunk.len() / 2 + 512);
                     match this.upstream.gzip_side() {
                         None if translator.held() + chunk.len() >= super::OFF_RUNTIME_BYTES => {
                             // An event of megabytes takes milliseconds to translate: the

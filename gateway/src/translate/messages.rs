@@ -182,17 +182,23 @@ fn decode_messages(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), 
             });
             continue;
         }
-        let at = format!("{}.content", at());
         let parts = match content {
-            Value::String(s) => vec![Part::Text(s.clone())],
-            _ if role == Role::System => system_texts(content, &at, cx)?
+            _ if role == Role::System => system_texts(content, &format!("{}.content", at()), cx)?
                 .into_iter()
                 .map(Part::Text)
                 .collect(),
             _ => {
-                let mut parts = Vec::new();
-                for (j, b) in array(content, &at)?.iter().enumerate() {
-                    if let Some(p) = decode_block(b, &format!("{at}[{j}]"), cx)? {
+                let blocks = content
+                    .as_array()
+                    .ok_or_else(|| invalid(format!("{}.content", at()), "must be an array"))?;
+                let mut parts = Vec::with_capacity(blocks.len());
+                for (j, b) in blocks.iter().enumerate() {
+                    // The usual block, read as `decode_block` reads it without formatting
+                    // its path.
+                    if let Some(t) = plain_text(b) {
+                        parts.push(Part::Text(t.to_owned()));
+                    } else if let Some(p) = decode_block(b, &format!("{}.content[{j}]", at()), cx)?
+                    {
                         parts.push(p);
                     }
                 }
@@ -202,6 +208,15 @@ fn decode_messages(v: &Value, r: &mut Request, cx: &mut Verdicts) -> Result<(), 
         r.messages.push(Message { role, parts });
     }
     Ok(())
+}
+
+/// The text of a text block with nothing else to note (no `cache_control`).
+fn plain_text(b: &Value) -> Option<&str> {
+    let o = b.as_object()?;
+    if o.get("type")?.as_str()? != "text" || o.get("cache_control").is_some_and(|c| !c.is_null()) {
+        return None;
+    }
+    o.get("text")?.as_str()
 }
 
 /// One content block; `None` when it is dropped.

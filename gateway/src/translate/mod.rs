@@ -92,11 +92,15 @@ pub(crate) fn decode_request(
     policy: policy::Policy,
     reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| TranslateError::Invalid {
-            field: "body".into(),
-            why: format!("not valid JSON ({e})"),
-        })?;
+    // Validated once: `from_slice` validates every string and key on its own.
+    let v: serde_json::Value = match std::str::from_utf8(body) {
+        Ok(s) => json::read(s),
+        Err(_) => serde_json::from_slice(body),
+    }
+    .map_err(|e| TranslateError::Invalid {
+        field: "body".into(),
+        why: format!("not valid JSON ({e})"),
+    })?;
     let mut verdicts = policy::Verdicts::new(policy);
     let mut r = match client {
         Dialect::Chat => chat::decode_request(&v, &mut verdicts)?,

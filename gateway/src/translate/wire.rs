@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::json::{fast_opt_str, fast_str};
+
 // ---- chat completions, as an upstream answers ----
 
 #[derive(Deserialize)]
@@ -51,7 +53,7 @@ pub(super) struct ChatToolCallIn<'a> {
     pub(super) function: Option<ChatFunctionIn<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 pub(crate) struct ChatFunctionIn<'a> {
     #[serde(borrow, default)]
     pub(crate) name: Option<Cow<'a, str>>,
@@ -59,7 +61,7 @@ pub(crate) struct ChatFunctionIn<'a> {
     pub(crate) arguments: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, PartialEq, Deserialize, Default)]
 pub(crate) struct ChatUsageIn {
     #[serde(default)]
     pub(crate) prompt_tokens: Option<u64>,
@@ -69,7 +71,7 @@ pub(crate) struct ChatUsageIn {
     pub(crate) prompt_tokens_details: Option<CachedIn>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, PartialEq, Deserialize, Default)]
 pub(crate) struct CachedIn {
     #[serde(default)]
     pub(crate) cached_tokens: Option<u64>,
@@ -252,7 +254,7 @@ pub(crate) struct DeltaIn<'a> {
     pub(crate) tool_calls: Option<Vec<ToolCallDeltaIn<'a>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 pub(crate) struct ToolCallDeltaIn<'a> {
     #[serde(default)]
     pub(crate) index: Option<u64>,
@@ -310,6 +312,7 @@ pub(super) struct IncludeUsage {
 #[serde(tag = "role", rename_all = "lowercase")]
 pub(super) enum ChatTurnOut<'a> {
     System {
+        #[serde(serialize_with = "fast_str")]
         content: Cow<'a, str>,
     },
     User {
@@ -317,12 +320,14 @@ pub(super) enum ChatTurnOut<'a> {
     },
     Assistant {
         /// `null` for a turn that only calls tools.
+        #[serde(serialize_with = "fast_opt_str")]
         content: Option<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ChatToolCallOut<'a>>,
     },
     Tool {
         tool_call_id: &'a str,
+        #[serde(serialize_with = "fast_str")]
         content: Cow<'a, str>,
     },
 }
@@ -331,15 +336,20 @@ pub(super) enum ChatTurnOut<'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 pub(super) enum ChatUserContent<'a> {
-    Text(&'a str),
+    Text(#[serde(serialize_with = "fast_str")] &'a str),
     Parts(Vec<ChatUserPart<'a>>),
 }
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum ChatUserPart<'a> {
-    Text { text: &'a str },
-    ImageUrl { image_url: ImageUrlOut },
+    Text {
+        #[serde(serialize_with = "fast_str")]
+        text: &'a str,
+    },
+    ImageUrl {
+        image_url: ImageUrlOut,
+    },
 }
 
 #[derive(Serialize)]

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::chat_chunk;
 use crate::dialect::Dialect;
 use crate::sse::SseEvent;
 use crate::translate::hub::{self, Event, StopReason, Usage, MAX_TOOL_CALLS};
@@ -70,28 +71,38 @@ pub(crate) struct ChatDecoder {
     /// name thousands (a list made that quadratic), and bounded by [`MAX_TOOL_CALLS`] here
     /// already, so a chunk naming more costs no more than the bound.
     tools: std::collections::HashSet<u64>,
+    head: chat_chunk::Head,
 }
 
 impl ChatDecoder {
-    /// Chunks are read through typed, borrowed structs ([`wire::ChunkIn`]): a `Value` tree
-    /// per chunk was most of a translated stream's cost.
+    /// Chunks are read by [`chat_chunk::read`], or through typed, borrowed structs
+    /// ([`wire::ChunkIn`]) where it gives up: a `Value` tree per chunk was most of a
+    /// translated stream's cost.
     fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
         if ev.data == b"[DONE]" {
             out.push(Event::End);
             return;
         }
-        let Ok(v) = serde_json::from_slice::<wire::ChunkIn<'_>>(ev.data) else {
-            out.push(Event::Error {
-                kind: "api_error".into(),
-                message: "the upstream sent an event that is not a chat chunk".into(),
-            });
+        // Validated once here: `from_slice` validates every string and key on its own.
+        let Ok(data) = std::str::from_utf8(ev.data) else {
+            out.push(not_a_chunk());
             return;
         };
-        if v.error.is_some_and(|e| e.get() != "null") {
-            let tree = serde_json::from_slice::<Value>(ev.data).unwrap_or(Value::Null);
-            out.push(error_event(&tree));
-            return;
-        }
+        let v = match chat_chunk::read(data, &mut self.head) {
+            Some(v) => v,
+            None => match serde_json::from_str::<wire::ChunkIn<'_>>(data) {
+                Ok(v) if v.error.is_some_and(|e| e.get() != "null") => {
+                    let tree = serde_json::from_str::<Value>(data).unwrap_or(Value::Null);
+                    out.push(error_event(&tree));
+                    return;
+                }
+                Ok(v) => v.into(),
+                Err(_) => {
+                    out.push(not_a_chunk());
+                    return;
+                }
+            },
+        };
         if !self.started {
             self.started = true;
             out.push(Event::Start {
@@ -99,39 +110,34 @@ impl ChatDecoder {
                 model: v.model.as_deref().unwrap_or_default().to_owned(),
             });
         }
-        if let Some(choice) = v.choices.into_iter().flatten().next() {
-            if let Some(delta) = choice.delta {
-                for t in [wire::raw_str(delta.content), delta.refusal]
-                    .into_iter()
-                    .flatten()
-                {
-                    if !t.is_empty() {
-                        out.push(Event::Text(t.into_owned()));
-                    }
+        if let Some(choice) = v.choice {
+            for t in [choice.content, choice.refusal].into_iter().flatten() {
+                if !t.is_empty() {
+                    out.push(Event::Text(t.into_owned()));
                 }
-                for tc in delta.tool_calls.into_iter().flatten() {
-                    let index = tc.index.unwrap_or(0);
-                    let (name, arguments) = match tc.function {
-                        Some(f) => (f.name, f.arguments),
-                        None => (None, None),
-                    };
-                    if !self.tools.contains(&index) {
-                        if self.tools.len() == MAX_TOOL_CALLS {
-                            out.push(Event::Error {
-                                kind: "api_error".into(),
-                                message: hub::too_many_tool_calls(),
-                            });
-                            return;
-                        }
-                        self.tools.insert(index);
-                        out.push(Event::ToolCallStart {
-                            id: tc.id.map(Cow::into_owned).unwrap_or_default(),
-                            name: name.map(Cow::into_owned).unwrap_or_default(),
+            }
+            for tc in choice.tool_calls {
+                let index = tc.index.unwrap_or(0);
+                let (name, arguments) = match tc.function {
+                    Some(f) => (f.name, f.arguments),
+                    None => (None, None),
+                };
+                if !self.tools.contains(&index) {
+                    if self.tools.len() == MAX_TOOL_CALLS {
+                        out.push(Event::Error {
+                            kind: "api_error".into(),
+                            message: hub::too_many_tool_calls(),
                         });
+                        return;
                     }
-                    if let Some(a) = arguments.filter(|a| !a.is_empty()) {
-                        out.push(Event::ToolArgs(a.into_owned()));
-                    }
+                    self.tools.insert(index);
+                    out.push(Event::ToolCallStart {
+                        id: tc.id.map(Cow::into_owned).unwrap_or_default(),
+                        name: name.map(Cow::into_owned).unwrap_or_default(),
+                    });
+                }
+                if let Some(a) = arguments.filter(|a| !a.is_empty()) {
+                    out.push(Event::ToolArgs(a.into_owned()));
                 }
             }
             if let Some(r) = choice.finish_reason {
@@ -142,6 +148,13 @@ impl ChatDecoder {
         if let Some(u) = &v.usage {
             out.push(Event::Usage(chat::usage_from(u)));
         }
+    }
+}
+
+fn not_a_chunk() -> Event {
+    Event::Error {
+        kind: "api_error".into(),
+        message: "the upstream sent an event that is not a chat chunk".into(),
     }
 }
 

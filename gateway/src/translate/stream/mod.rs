@@ -3,6 +3,7 @@
 //! across reads), decoded into hub [`Event`]s by the upstream dialect's decoder, and encoded
 //! into the client dialect's full event lifecycle. Nothing waits for the whole answer.
 
+mod chat_chunk;
 mod decode;
 mod encode_chat;
 mod encode_gemini;

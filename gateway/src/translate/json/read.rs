@@ -1,0 +1,293 @@
+//! Reads a client's request body into a `serde_json::Value`, for the translated path.
+//!
+//! serde_json finds a string's end with an eight-byte loop and builds the `Value` through
+//! its visitor: on the 4 KB Anthropic body of `messages-stream-mid-via-openai` that was
+//! ~17,500 instructions, the largest single cost translation adds to a request (callgrind,
+//! issue 41). This reader finds string ends with `memchr` (vectorized) and builds the same
+//! `Value` directly. Whatever it does not read exactly as serde_json does it leaves to
+//! serde_json: a string with escapes (serde_json unescapes that literal), a number other
+//! than a small non-negative integer (serde_json reads that token), and for the whole body
+//! any syntax error, nesting deeper than [`MAX_DEPTH`] or serde_json's private `RawValue`
+//! key. So [`read`] returns what `serde_json::from_str` returns, errors included (the
+//! proptest below holds it to that).
+
+use serde_json::{Map, Number, Value};
+
+/// Nesting deeper than this is serde_json's, whose own limit (128) then applies.
+const MAX_DEPTH: usize = 100;
+
+/// The key serde_json reads as a raw JSON fragment (feature `raw_value`).
+const RAW_KEY: &str = "$serde_json::private::RawValue";
+
+/// `serde_json::from_str::<Value>(s)`, faster.
+pub(crate) fn read(s: &str) -> serde_json::Result<Value> {
+    let mut r = Reader {
+        s,
+        b: s.as_bytes(),
+        i: 0,
+    };
+    if let Some(v) = r.value(0) {
+        r.ws();
+        if r.i == r.b.len() {
+            return Ok(v);
+        }
+    }
+    serde_json::from_str(s)
+}
+
+struct Reader<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// `None`: serde_json must read the body.
+    fn value(&mut self, depth: usize) -> Option<Value> {
+        self.ws();
+        Some(match self.peek()? {
+            b'"' => Value::String(self.string()?),
+            b'{' if depth < MAX_DEPTH => self.object(depth + 1)?,
+            b'[' if depth < MAX_DEPTH => self.array(depth + 1)?,
+            b't' => self.literal("true", Value::Bool(true))?,
+            b'f' => self.literal("false", Value::Bool(false))?,
+            b'n' => self.literal("null", Value::Null)?,
+            b'-' | b'0'..=b'9' => Value::Number(self.number()?),
+            _ => return None,
+        })
+    }
+
+    fn literal(&mut self, word: &str, v: Value) -> Option<Value> {
+        let hit = self.b[self.i..].starts_with(word.as_bytes());
+        self.i += word.len();
+        hit.then_some(v)
+    }
+
+    fn object(&mut self, depth: usize) -> Option<Value> {
+        self.i += 1;
+        let mut m = Map::new();
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(Value::Object(m));
+        }
+        loop {
+            self.ws();
+            if self.peek() != Some(b'"') {
+                return None;
+            }
+            let key = self.string()?;
+            if key == RAW_KEY {
+                return None;
+            }
+            self.ws();
+            if self.peek() != Some(b':') {
+                return None;
+            }
+            self.i += 1;
+            let v = self.value(depth)?;
+            // As serde_json's visitor: the last of duplicate keys wins.
+            m.insert(key, v);
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(Value::Object(m));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<Value> {
+        self.i += 1;
+        let mut a = Vec::new();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(Value::Array(a));
+        }
+        loop {
+            a.push(self.value(depth)?);
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(Value::Array(a));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The string literal at the cursor (at its opening quote).
+    fn string(&mut self) -> Option<String> {
+        let start = self.i + 1;
+        let rest = &self.b[start..];
+        let end = memchr::memchr2(b'"', b'\\', rest)?;
+        // JSON strings hold no raw control character; one vectorized pass checks.
+        if rest[end] == b'"' && !super::has_control(&rest[..end]) {
+            self.i = start + end + 1;
+            return Some(self.s[start..start + end].to_owned());
+        }
+        // Escapes: find the literal's end, serde_json unescapes (and checks) it.
+        let mut j = start + end;
+        loop {
+            match *self.b.get(j)? {
+                b'"' => break,
+                b'\\' => j += 2,
+                _ => j += 1,
+            }
+        }
+        let literal = self.s.get(self.i..=j)?;
+        self.i = j + 1;
+        serde_json::from_str(literal).ok()
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; serde_json reads all but small
+    /// non-negative integers, so that floats and negative zero come out as it makes them.
+    fn number(&mut self) -> Option<Number> {
+        let b = self.b;
+        let digits = |i: &mut usize| {
+            let from = *i;
+            while b.get(*i).is_some_and(u8::is_ascii_digit) {
+                *i += 1;
+            }
+            *i > from
+        };
+        let from = self.i;
+        let mut i = from;
+        if b[i] == b'-' {
+            i += 1;
+        }
+        match b.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => {
+                digits(&mut i);
+            }
+            _ => return None,
+        }
+        let integer = i;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if !digits(&mut i) {
+                return None;
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !digits(&mut i) {
+                return None;
+            }
+        }
+        self.i = i;
+        let token = &self.s[from..i];
+        // Up to 19 digits always fit a u64.
+        if integer == i && b[from] != b'-' && token.len() <= 19 {
+            return token.parse::<u64>().ok().map(Number::from);
+        }
+        token.parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Both agree: the same value (numbers of the same kind), or the same error.
+    fn agrees(s: &str) -> Result<(), TestCaseError> {
+        let want = serde_json::from_str::<Value>(s);
+        match (read(s), want) {
+            (Ok(got), Ok(want)) => {
+                prop_assert_eq!(&got, &want, "{}", s);
+                prop_assert_eq!(got.to_string(), want.to_string(), "{}", s);
+            }
+            (Err(got), Err(want)) => prop_assert_eq!(got.to_string(), want.to_string()),
+            (got, want) => prop_assert!(false, "{s}: read {got:?}, serde_json {want:?}"),
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn reads_what_serde_json_reads() {
+        for s in [
+            r#"{"model":"m","max_tokens":512,"stream":true,"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi \"there\"\n\u00e9"}]}]}"#,
+            r#" [1, -0, -1, 0.5, 1e400, 18446744073709551615, 18446744073709551616, 1E-7, -9223372036854775808] "#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"$serde_json::private::RawValue":"[1]"}"#,
+            "\"\\ud800\"",
+            "\"a\u{1}\"",
+            "[1,]",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            "-",
+            "nul",
+            "[] x",
+            "\"\\",
+            "",
+            &"[".repeat(130),
+            &format!("{}{}", "[".repeat(120), "]".repeat(120)),
+        ] {
+            agrees(s).unwrap();
+        }
+    }
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "\\PC{0,40}|[a-z \"\\\\\\n\\x01-\\x1f]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(("[a-z\"]{0,6}", inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Any document, compact or pretty, whole or cut or with one byte changed, reads
+        /// as serde_json reads it.
+        #[test]
+        fn agrees_with_serde_json(v in json(), pretty: bool, cut in 0..400usize, byte: u8, at in 0..400usize) {
+            let s = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) }.unwrap();
+            agrees(&s)?;
+            let mut cut = cut.min(s.len());
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            agrees(&s[..cut])?;
+            let mut bytes = s.into_bytes();
+            if !bytes.is_empty() {
+                let at = at % bytes.len();
+                bytes[at] = byte;
+            }
+            if let Ok(s) = std::str::from_utf8(&bytes) {
+                agrees(s)?;
+            }
+        }
+    }
+}
