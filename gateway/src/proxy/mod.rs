@@ -137,7 +137,8 @@ pub(crate) async fn handle(
         let first = targets.iter().find(|t| t.translates(dialect));
         let upstream = first.map_or(dialect, |t| t.upstream);
         let reasoning = first.is_some_and(|t| t.reasoning);
-        match translate::decode_request(dialect, upstream, &body, model.policy, reasoning) {
+        match translate::decode_request_text(dialect, upstream, head.text, model.policy, reasoning)
+        {
             Ok(mut h) => {
                 if let Some(call) = &gemini {
                     // Gemini says in its path what others say in the body.

@@ -44,6 +44,8 @@ pub(crate) struct RequestHead<'a> {
     model_span: Option<std::ops::Range<usize>>,
     /// Byte range of the `stream_options` value, when there is one.
     stream_options_span: Option<std::ops::Range<usize>>,
+    /// The body, checked to be UTF-8 (and JSON): translation reads it without checking again.
+    pub(crate) text: &'a str,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -83,6 +85,7 @@ pub(crate) fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
         include_usage,
         model_span: Some(span(body, raw)),
         stream_options_span: head.stream_options.map(|o| span(body, o)),
+        text,
     })
 }
 
@@ -93,7 +96,7 @@ use crate::dialect::gemini_call;
 pub(crate) use crate::dialect::{GeminiCall, GeminiMethod};
 
 pub(crate) fn gemini_head<'a>(
-    body: &[u8],
+    body: &'a [u8],
     call: &'a GeminiCall,
 ) -> Result<RequestHead<'a>, HeadError> {
     let text = std::str::from_utf8(body)
@@ -110,6 +113,7 @@ pub(crate) fn gemini_head<'a>(
         include_usage: false,
         model_span: None,
         stream_options_span: None,
+        text,
     })
 }
 

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::translate::json;
+use crate::translate::json::scan::plain_len;
 use crate::translate::wire::{self, ChatUsageIn, ToolCallDeltaIn};
 
 /// One chunk (its in-stream error aside: serde reads those).
@@ -77,7 +77,7 @@ impl Head {
         }
         let text = s[before.len()..].strip_suffix(after.as_str())?;
         let b = text.as_bytes();
-        let plain = memchr::memchr2(b'"', b'\\', b).is_none() && !json::has_control(b);
+        let plain = plain_len(b) == b.len();
         plain.then_some(text)
     }
 }
@@ -217,18 +217,9 @@ impl<'a> Reader<'a> {
             return None;
         }
         let start = self.i + 1;
-        let mut at = start;
+        let mut at = start + plain_len(&b[start..]);
         let mut escaped = false;
-        // Eight bytes at a time: the strings of a chunk are too short for memchr to pay.
         loop {
-            if let Some(w) = b.get(at..at + 8) {
-                let flags = json::special(w);
-                if flags == 0 {
-                    at += 8;
-                    continue;
-                }
-                at += flags.trailing_zeros() as usize / 8;
-            }
             match *b.get(at)? {
                 b'"' => break,
                 b'\\' => {
