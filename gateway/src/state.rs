@@ -15,7 +15,7 @@ use crate::config::{self, Config, EnvError};
 use crate::dialect::{Dialect, Provider};
 use crate::headers::ForwardError;
 use crate::metrics::Metrics;
-use crate::providers::upstream_auth;
+use crate::providers::{Credential, UpstreamAuth};
 use crate::ratelimit::{Limiter, Limits, RedisError, Scope};
 use crate::translate::policy::{BuiltinTools, Policy};
 use crate::upstream_url::{UpstreamUrl, UrlError};
@@ -29,10 +29,8 @@ pub(crate) struct Target {
     pub(crate) model: Box<str>,
     /// The upstream model name, already JSON-encoded for splicing into bodies.
     pub(crate) model_json: Bytes,
-    /// The header carrying the upstream key (`authorization` or `x-api-key`), if any.
-    pub(crate) auth: Option<(HeaderName, HeaderValue)>,
-    /// The upstream key itself, to redact it from upstream error bodies that echo it.
-    pub(crate) secret: Option<Arc<[u8]>>,
+    /// The credential sent upstream (shared by the target's copies, one per client dialect).
+    pub(crate) auth: Arc<UpstreamAuth>,
     pub(crate) provider: Provider,
     /// The dialect this target is sent: the client's own (passthrough, the fast path) or
     /// the provider's, the request and answer being translated (`crate::translate`).
@@ -174,8 +172,8 @@ impl State {
             let mut targets: [Vec<Target>; 4] = Default::default();
             for t in &m.targets {
                 let base = UpstreamUrl::parse(&t.base_url)?;
-                let (auth, secret) = match &t.api_key_env {
-                    None => (None, None),
+                let auth = match &t.api_key_env {
+                    None => UpstreamAuth::None,
                     Some(var) => {
                         let key = crate::config::env_secret(var).map_err(|source| {
                             SetupError::Secret {
@@ -183,15 +181,16 @@ impl State {
                                 source,
                             }
                         })?;
-                        let auth = upstream_auth(t.key_header(), &key).map_err(|_| {
+                        let cred = Credential::new(t.key_header(), &key).map_err(|_| {
                             SetupError::UpstreamKey {
                                 model: m.name.clone(),
                                 var: var.clone(),
                             }
                         })?;
-                        (Some(auth), Some(Arc::from(key.into_bytes())))
+                        UpstreamAuth::Static(Arc::new(cred))
                     }
                 };
+                let auth = Arc::new(auth);
                 let upstream_model = t.upstream_model();
                 let model_json =
                     Bytes::from(serde_json::to_vec(upstream_model).expect("a string serializes"));
@@ -214,7 +213,6 @@ impl State {
                         model: upstream_model.into(),
                         model_json: model_json.clone(),
                         auth: auth.clone(),
-                        secret: secret.clone(),
                         provider: t.provider,
                         upstream,
                         reasoning: t.reasoning,

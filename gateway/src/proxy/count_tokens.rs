@@ -56,8 +56,10 @@ async fn upstream(
     let Ok(uri) = uri else {
         return fail(c, dialect, ErrorKind::BadGateway, "bad upstream URL");
     };
+    let credential = t.auth.credential();
     let req = upstream_request(
         t,
+        credential.as_deref(),
         uri,
         dialect,
         client_headers,
@@ -74,7 +76,8 @@ async fn upstream(
             if let Some(slot) = c.model_slot() {
                 slot.answered(t.provider);
             }
-            respond(c, dialect, resp, t, false).await
+            let secret = credential.as_ref().map(|c| c.secret());
+            respond(c, dialect, resp, secret, false).await
         }
         Ok(Err(_)) => fail(
             c,

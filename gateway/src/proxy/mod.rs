@@ -25,6 +25,7 @@ use crate::dialect::{Dialect, Provider};
 use crate::error::{ApiError, ErrorKind};
 use crate::headers;
 use crate::metrics::UpstreamErrorKind;
+use crate::providers::Credential;
 use crate::ratelimit::{Refusal, Scope};
 use crate::settle::Settlement;
 use crate::state::Target;
@@ -307,8 +308,10 @@ async fn forward(
         }
         tried += 1;
         let uri = plan.uri(dialect, target);
+        let credential = target.auth.credential();
         let req = upstream_request(
             target,
+            credential.as_deref(),
             uri,
             dialect,
             client_headers,
@@ -368,10 +371,12 @@ async fn forward(
             slot.translated.fetch_add(1, Relaxed);
             c.dropped = hub.dropped.clone();
             c.dropped.extend(encoded.dropped);
-            return respond_translated(c, dialect, resp, target, hub).await;
+            let secret = credential.as_ref().map(|c| c.secret());
+            return respond_translated(c, dialect, resp, target, secret, hub).await;
         }
         let strip_usage = asks_usage(dialect, head);
-        return respond(c, dialect, resp, target, strip_usage).await;
+        let secret = credential.as_ref().map(|c| c.secret());
+        return respond(c, dialect, resp, secret, strip_usage).await;
     }
     if let (0, Some(e)) = (tried, untranslatable) {
         return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string());
@@ -388,6 +393,7 @@ fn with_query(uri: &http::Uri, query: &str) -> http::Uri {
 
 fn upstream_request(
     target: &Target,
+    credential: Option<&Credential>,
     uri: http::Uri,
     dialect: Dialect,
     client_headers: &HeaderMap,
@@ -410,8 +416,8 @@ fn upstream_request(
     {
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
     }
-    if let Some((name, value)) = &target.auth {
-        h.insert(name.clone(), value.clone());
+    if let Some(c) = credential {
+        c.apply(h);
     }
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert(X_REQUEST_ID, v);
@@ -426,11 +432,12 @@ fn upstream_request(
 /// Passes the upstream response back: status, the headers clients rely on, and the body
 /// (streamed through as it arrives, or buffered when it is a plain JSON body). With
 /// `strip_usage`, a stream loses the usage-only chunk the gateway asked for.
+/// `secret`: what the request's credential sent, redacted from the answer.
 async fn respond(
     mut c: Settlement,
     dialect: Dialect,
     resp: Response<Incoming>,
-    target: &Target,
+    secret: Option<&std::sync::Arc<[u8]>>,
     strip_usage: bool,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
@@ -453,7 +460,7 @@ async fn respond(
             gw.timeouts.idle,
             gzip,
             strip_usage,
-            target.secret.as_ref(),
+            secret,
             dialect == Dialect::Gemini,
         ));
         return out;
@@ -486,7 +493,7 @@ async fn respond(
                     read(&bytes)
                 };
                 c.usage = usage.unwrap_or_default();
-            } else if let Some(secret) = &target.secret {
+            } else if let Some(secret) = secret {
                 if gzip {
                     // Compressed bytes cannot be searched: the error goes to the client
                     // decoded (and its encoding header with it), redacted.
@@ -520,6 +527,7 @@ async fn respond_translated(
     dialect: Dialect,
     resp: Response<Incoming>,
     target: &Target,
+    secret: Option<&std::sync::Arc<[u8]>>,
     hub: &hub::Request,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
@@ -617,7 +625,7 @@ async fn respond_translated(
             }
         }
     } else {
-        let plain = match &target.secret {
+        let plain = match secret {
             Some(secret) => crate::redact::redact(plain, secret),
             None => plain,
         };

@@ -7,6 +7,10 @@ use serde::Deserialize;
 
 use crate::dialect::{Dialect, Provider};
 
+pub(crate) mod auth;
+
+pub(crate) use auth::{Credential, UpstreamAuth};
+
 /// An Azure OpenAI target's credential (`[[models.targets]] auth`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub(crate) enum AzureAuth {
