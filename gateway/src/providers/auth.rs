@@ -3,9 +3,11 @@
 //! and sends what it gets; the same credential says what to redact from the answer.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use super::refresh::Refreshing;
 use super::{upstream_auth, InvalidUpstreamKey, KeyHeader};
 
 /// What one attempt sends upstream: a header, and the secret in it, which is redacted from
@@ -49,16 +51,43 @@ impl std::fmt::Debug for Credential {
 pub(crate) enum UpstreamAuth {
     /// No credential is sent (a local server).
     None,
-    /// A key read once at start-up: OpenAI, Anthropic, Gemini keys, Azure's `api-key`.
+    /// A key read once at start-up: OpenAI, Anthropic, Gemini keys, Azure's `api-key`, a
+    /// Vertex access token minted elsewhere.
     Static(Arc<Credential>),
+    /// An access token kept fresh in the background (a Vertex service account).
+    Bearer(Arc<Refreshing<Credential>>),
 }
 
+/// No valid credential came within the wait (the token endpoint is down or slow).
+#[derive(Debug)]
+pub(crate) struct Unavailable;
+
 impl UpstreamAuth {
-    /// The credential for the next attempt, if the target sends one.
-    pub(crate) fn credential(&self) -> Option<Arc<Credential>> {
+    /// The credential for the next attempt, if the target sends one. A valid one is at
+    /// hand at once; with none, this waits up to `wait` for the refresher.
+    pub(crate) async fn credential(
+        &self,
+        wait: Duration,
+    ) -> Result<Option<Arc<Credential>>, Unavailable> {
         match self {
-            UpstreamAuth::None => None,
-            UpstreamAuth::Static(c) => Some(c.clone()),
+            UpstreamAuth::None => Ok(None),
+            UpstreamAuth::Static(c) => Ok(Some(c.clone())),
+            UpstreamAuth::Bearer(r) => match r.current() {
+                Some(c) => Ok(Some(c)),
+                None => r.wait(wait).await.map(Some).ok_or(Unavailable),
+            },
+        }
+    }
+
+    /// The upstream refused `sent` as expired or revoked: whether a new credential is
+    /// being fetched (only a refreshing one can be; a static key is what it is).
+    pub(crate) fn invalidate(&self, sent: &Arc<Credential>) -> bool {
+        match self {
+            UpstreamAuth::Bearer(r) => {
+                r.invalidate(sent);
+                true
+            }
+            UpstreamAuth::None | UpstreamAuth::Static(_) => false,
         }
     }
 }
@@ -72,13 +101,26 @@ mod tests {
         let c = Credential::new(KeyHeader::Bearer, "sk-secret-1").unwrap();
         let auth = UpstreamAuth::Static(Arc::new(c));
         let mut h = HeaderMap::new();
-        let c = auth.credential().unwrap();
+        let c = now(auth.credential(Duration::ZERO)).unwrap().unwrap();
         c.apply(&mut h);
         assert_eq!(h["authorization"], "Bearer sk-secret-1");
         assert!(h["authorization"].is_sensitive());
         assert_eq!(&**c.secret(), b"sk-secret-1");
         let shown = format!("{auth:?}");
         assert!(!shown.contains("sk-secret"), "{shown}");
-        assert!(UpstreamAuth::None.credential().is_none());
+        assert!(now(UpstreamAuth::None.credential(Duration::ZERO))
+            .unwrap()
+            .is_none());
+        assert!(!auth.invalidate(&c));
+    }
+
+    /// A future that is ready at once (no runtime needed), polled once.
+    fn now<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let waker = std::task::Waker::noop();
+        match f.as_mut().poll(&mut std::task::Context::from_waker(waker)) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("not ready at once"),
+        }
     }
 }
