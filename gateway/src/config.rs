@@ -1084,19 +1084,53 @@ model = "gpt-4o-mini-2024-07-18"
         std::env::set_var("GEMINI_API_KEY", "gm-test");
         std::env::set_var("GATEWAY_KEY_TEAM_B", "gw-test");
         parse(text).unwrap();
-        // The commented-out Azure model, uncommented, is valid too.
-        let azure: String = text
-            .lines()
-            .skip_while(|l| !l.starts_with("# Azure OpenAI:"))
-            .filter_map(|l| l.strip_prefix("# "))
-            .filter(|l| l.starts_with('[') || l.contains(" = "))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        // The commented-out Azure and Vertex models, uncommented, are valid too.
+        let block = |from: &str, to: &str| -> String {
+            text.lines()
+                .skip_while(|l| !l.starts_with(from))
+                .take_while(|l| !l.starts_with(to))
+                .filter_map(|l| l.strip_prefix("# "))
+                .filter(|l| l.starts_with('[') || (l.contains(" = ") && !l.starts_with('#')))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        let azure = block("# Azure OpenAI:", "# Google Vertex AI:");
         assert!(azure.contains("provider = \"azure-openai\""), "{azure}");
         std::env::set_var("AZURE_OPENAI_API_KEY", "az-test");
         let c = parse(&format!("{text}\n{azure}")).unwrap();
         let t = &c.models.last().unwrap().targets[0];
         assert_eq!(t.provider, Provider::AzureOpenai);
         assert_eq!(t.upstream_model(), "gpt-4o-mini-prod");
+        let vertex = block("# Google Vertex AI:", "# END");
+        assert!(
+            vertex.contains("provider = \"vertex-anthropic\""),
+            "{vertex}"
+        );
+        // Lines commented twice stay comments: the block names one credential source.
+        assert!(!vertex.contains("access_token_env"), "{vertex}");
+        let Some(pem) = crate::providers::google::tests::fresh_pem() else {
+            panic!("openssl makes the test key");
+        };
+        let key =
+            std::env::temp_dir().join(format!("gateway-example-sa-{}.json", std::process::id()));
+        let sa = serde_json::json!({"type": "service_account", "project_id": "example-project",
+            "private_key_id": "k1", "private_key": pem, "client_email": "sa@example-project.iam.gserviceaccount.com",
+            "token_uri": "https://oauth2.googleapis.com/token"});
+        std::fs::write(&key, sa.to_string()).unwrap();
+        std::env::set_var("GOOGLE_APPLICATION_CREDENTIALS", &key);
+        let c = parse(&format!("{text}\n{vertex}"));
+        std::fs::remove_file(&key).ok();
+        let c = c.unwrap();
+        let n = c.models.len();
+        let (g, a) = (&c.models[n - 2].targets[0], &c.models[n - 1].targets[0]);
+        assert_eq!(
+            (g.provider, a.provider),
+            (Provider::Vertex, Provider::VertexAnthropic)
+        );
+        assert_eq!(
+            g.base_url(),
+            "https://us-central1-aiplatform.googleapis.com"
+        );
+        assert_eq!(a.base_url(), "https://us-east5-aiplatform.googleapis.com");
     }
 }
