@@ -3,7 +3,9 @@
 //! here with the gateway's own upstream client and started by the server, which stops them
 //! on shutdown.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -41,15 +43,42 @@ pub(crate) enum CredentialError {
     TokenUri { model: String },
 }
 
-/// A target's credential and, for a refreshing one, the task that keeps it fresh.
+/// What compiling the targets' credentials shares between them: one token source (and one
+/// refresh task) per key file, however many targets name it.
+pub(crate) struct Sources<'a> {
+    pub(crate) client: &'a UpstreamClient,
+    /// The longest a token exchange may take.
+    pub(crate) fetch_timeout: Duration,
+    pub(crate) tasks: Vec<RefreshTask>,
+    by_file: HashMap<PathBuf, (Arc<Refreshing<Credential>>, Option<String>)>,
+}
+
+impl<'a> Sources<'a> {
+    pub(crate) fn new(client: &'a UpstreamClient, fetch_timeout: Duration) -> Self {
+        Sources {
+            client,
+            fetch_timeout,
+            tasks: Vec::new(),
+            by_file: HashMap::new(),
+        }
+    }
+}
+
+/// A target's credential, compiled.
+pub(crate) struct Compiled {
+    pub(crate) auth: UpstreamAuth,
+    /// The service account's `project_id`, Vertex's default project.
+    pub(crate) key_project: Option<String>,
+}
+
+/// A target's credential and, for a refreshing one, the task that keeps it fresh (shared
+/// with the targets before it that named the same key file).
 pub(crate) fn compile(
     model: &str,
     index: usize,
     t: &config::Target,
-    client: &UpstreamClient,
-    fetch_timeout: Duration,
-    tasks: &mut Vec<RefreshTask>,
-) -> Result<UpstreamAuth, CredentialError> {
+    sources: &mut Sources<'_>,
+) -> Result<Compiled, CredentialError> {
     let model_err = |source| CredentialError::Env {
         model: model.to_owned(),
         source,
@@ -60,14 +89,26 @@ pub(crate) fn compile(
             model: model.to_owned(),
             var: var.clone(),
         })?;
-        Ok(UpstreamAuth::Static(Arc::new(cred)))
+        Ok(Compiled {
+            auth: UpstreamAuth::Static(Arc::new(cred)),
+            key_project: None,
+        })
     };
     if let Some(var) = t.api_key_env.as_ref().or(t.access_token_env.as_ref()) {
         return from_env(var, t.key_header());
     }
     let Some(path) = t.credentials_path().map_err(model_err)? else {
-        return Ok(UpstreamAuth::None);
+        return Ok(Compiled {
+            auth: UpstreamAuth::None,
+            key_project: None,
+        });
     };
+    if let Some((r, project)) = sources.by_file.get(&path) {
+        return Ok(Compiled {
+            auth: UpstreamAuth::Bearer(r.clone()),
+            key_project: project.clone(),
+        });
+    }
     let sa = config::read_service_account(&path).map_err(|source| CredentialError::KeyFile {
         model: model.to_owned(),
         source,
@@ -81,16 +122,29 @@ pub(crate) fn compile(
             model: model.to_owned(),
         })?;
     let refreshing = Arc::new(Refreshing::default());
-    let (r, client, sa) = (refreshing.clone(), client.clone(), Arc::new(sa));
-    let label = format!("model {model:?} target {index} ({})", t.provider.name());
-    tasks.push(Box::new(move |stop| {
+    let key_project = sa.project_id.clone();
+    sources
+        .by_file
+        .insert(path.clone(), (refreshing.clone(), key_project.clone()));
+    let (r, client, sa) = (refreshing.clone(), sources.client.clone(), Arc::new(sa));
+    let fetch_timeout = sources.fetch_timeout;
+    // Names the file and its first user; never the key's content.
+    let label = format!(
+        "{} (model {model:?} target {index}, {})",
+        path.display(),
+        t.provider.name()
+    );
+    sources.tasks.push(Box::new(move |stop| {
         Box::pin(r.run(
             move || fetch_token(client.clone(), sa.clone(), token_uri.clone(), fetch_timeout),
             move |e: &FetchError| eprintln!("gateway: {label}: access token refresh failed: {e}"),
             stop,
         ))
     }));
-    Ok(UpstreamAuth::Bearer(refreshing))
+    Ok(Compiled {
+        auth: UpstreamAuth::Bearer(refreshing),
+        key_project,
+    })
 }
 
 /// Why one token fetch failed. Quotes only the endpoint's error fields, never the

@@ -174,32 +174,22 @@ impl State {
         let client = client::build(&cfg.upstream)?;
         // A token fetch gets as long as an upstream's first byte.
         let fetch_timeout = Duration::from_millis(cfg.upstream.first_byte_timeout_ms);
-        let mut refresh_tasks = Vec::new();
+        let mut sources = crate::credentials::Sources::new(&client, fetch_timeout);
         let mut models = Vec::with_capacity(cfg.models.len());
         for m in &cfg.models {
             let mut targets: [Vec<Target>; 4] = Default::default();
             for (j, t) in m.targets.iter().enumerate() {
                 let base = UpstreamUrl::parse(&t.base_url())?;
-                let auth = crate::credentials::compile(
-                    &m.name,
-                    j,
-                    t,
-                    &client,
-                    fetch_timeout,
-                    &mut refresh_tasks,
-                )?;
-                let auth = Arc::new(auth);
+                let compiled = crate::credentials::compile(&m.name, j, t, &mut sources)?;
+                let auth = Arc::new(compiled.auth);
                 let upstream_model = t.upstream_model();
                 let model_json =
                     Bytes::from(serde_json::to_vec(upstream_model).expect("a string serializes"));
+                let project = t.project.as_ref().or(compiled.key_project.as_ref());
                 let vertex_path = |publisher| {
-                    let project = t.project.clone().or_else(|| {
-                        // Validation read the key file for its project; read it again.
-                        let path = t.credentials_path().ok().flatten()?;
-                        config::read_service_account(&path).ok()?.project_id
-                    });
+                    // Validation made sure a Vertex target has a project.
                     crate::providers::google::model_path(
-                        project.as_deref().unwrap_or_default(),
+                        project.map_or("", |p| p.as_str()),
                         t.location.as_deref().unwrap_or_default(),
                         publisher,
                         &t.model,
@@ -272,6 +262,7 @@ impl State {
                     .collect::<Result<_, _>>()?,
             });
         }
+        let refresh_tasks = sources.tasks;
         let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
         let models_json = render_models(&names, None);
         let keys = Keys::compile(
