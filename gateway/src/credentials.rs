@@ -15,8 +15,11 @@ use http::{header, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use tokio::sync::watch;
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::client::UpstreamClient;
 use crate::config::{self, EnvError, Problem};
+use crate::metrics::Metrics;
 use crate::providers::google::{self, ServiceAccount};
 use crate::providers::refresh::Refreshing;
 use crate::providers::{Credential, KeyHeader, UpstreamAuth};
@@ -47,6 +50,7 @@ pub(crate) enum CredentialError {
 /// refresh task) per key file, however many targets name it.
 pub(crate) struct Sources<'a> {
     pub(crate) client: &'a UpstreamClient,
+    pub(crate) metrics: Arc<Metrics>,
     /// The longest a token exchange may take.
     pub(crate) fetch_timeout: Duration,
     pub(crate) tasks: Vec<RefreshTask>,
@@ -54,9 +58,14 @@ pub(crate) struct Sources<'a> {
 }
 
 impl<'a> Sources<'a> {
-    pub(crate) fn new(client: &'a UpstreamClient, fetch_timeout: Duration) -> Self {
+    pub(crate) fn new(
+        client: &'a UpstreamClient,
+        metrics: Arc<Metrics>,
+        fetch_timeout: Duration,
+    ) -> Self {
         Sources {
             client,
+            metrics,
             fetch_timeout,
             tasks: Vec::new(),
             by_file: HashMap::new(),
@@ -128,6 +137,7 @@ pub(crate) fn compile(
         .insert(path.clone(), (refreshing.clone(), key_project.clone()));
     let (r, client, sa) = (refreshing.clone(), sources.client.clone(), Arc::new(sa));
     let fetch_timeout = sources.fetch_timeout;
+    let (ok, failed) = (sources.metrics.clone(), sources.metrics.clone());
     // Names the file and its first user; never the key's content.
     let label = format!(
         "{} (model {model:?} target {index}, {})",
@@ -136,8 +146,21 @@ pub(crate) fn compile(
     );
     sources.tasks.push(Box::new(move |stop| {
         Box::pin(r.run(
-            move || fetch_token(client.clone(), sa.clone(), token_uri.clone(), fetch_timeout),
-            move |e: &FetchError| eprintln!("gateway: {label}: access token refresh failed: {e}"),
+            move || {
+                let (client, sa, uri, ok) =
+                    (client.clone(), sa.clone(), token_uri.clone(), ok.clone());
+                async move {
+                    let r = fetch_token(client, sa, uri, fetch_timeout).await;
+                    if r.is_ok() {
+                        ok.credential_refreshes_ok.fetch_add(1, Relaxed);
+                    }
+                    r
+                }
+            },
+            move |e: &FetchError| {
+                failed.credential_refreshes_failed.fetch_add(1, Relaxed);
+                eprintln!("gateway: {label}: access token refresh failed: {e}");
+            },
             stop,
         ))
     }));

@@ -174,7 +174,7 @@ impl State {
         let client = client::build(&cfg.upstream)?;
         // A token fetch gets as long as an upstream's first byte.
         let fetch_timeout = Duration::from_millis(cfg.upstream.first_byte_timeout_ms);
-        let mut sources = crate::credentials::Sources::new(&client, fetch_timeout);
+        let mut sources = crate::credentials::Sources::new(&client, metrics.clone(), fetch_timeout);
         let mut models = Vec::with_capacity(cfg.models.len());
         for m in &cfg.models {
             let mut targets: [Vec<Target>; 4] = Default::default();

@@ -365,6 +365,7 @@ async fn forward(
             if let (Ok(Ok(resp)), Some(cred), false) = (&sent, &credential, retried) {
                 if resp.status() == StatusCode::UNAUTHORIZED && target.auth.invalidate(cred) {
                     retried = true;
+                    gw.metrics.credential_retries.fetch_add(1, Relaxed);
                     if let Ok(fresh) = target.auth.credential(gw.timeouts.first_byte).await {
                         credential = fresh;
                         continue;

@@ -725,6 +725,13 @@ async fn a_refused_token_is_refreshed_and_retried_once() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text());
     assert_eq!(bearer_of(mock.seen().last().unwrap()), "Bearer ya29.mock-2");
     assert_eq!(mock.exchanges(), 2);
+    gw.wait_metric("gateway_upstream_credential_retries_total", 1.0)
+        .await;
+    gw.wait_metric(
+        "gateway_upstream_credential_refresh_total{result=\"ok\"}",
+        2.0,
+    )
+    .await;
 }
 
 // A static access token (minted elsewhere) that Vertex refuses is not retried: the 401
