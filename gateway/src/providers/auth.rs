@@ -79,15 +79,16 @@ impl UpstreamAuth {
         }
     }
 
-    /// The upstream refused `sent` as expired or revoked: whether a new credential is
-    /// being fetched (only a refreshing one can be; a static key is what it is).
-    pub(crate) fn invalidate(&self, sent: &Arc<Credential>) -> bool {
-        match self {
-            UpstreamAuth::Bearer(r) => {
-                r.invalidate(sent);
-                true
-            }
-            UpstreamAuth::None | UpstreamAuth::Static(_) => false,
+    /// Whether a refused credential can be replaced (a static key is what it is).
+    pub(crate) fn refreshes(&self) -> bool {
+        matches!(self, UpstreamAuth::Bearer(_))
+    }
+
+    /// The upstream refused `sent` as expired or revoked: a refreshing credential drops it
+    /// and fetches a new one now.
+    pub(crate) fn invalidate(&self, sent: &Arc<Credential>) {
+        if let UpstreamAuth::Bearer(r) = self {
+            r.invalidate(sent);
         }
     }
 }
@@ -111,7 +112,7 @@ mod tests {
         assert!(now(UpstreamAuth::None.credential(Duration::ZERO))
             .unwrap()
             .is_none());
-        assert!(!auth.invalidate(&c));
+        assert!(!auth.refreshes());
     }
 
     /// A future that is ready at once (no runtime needed), polled once.

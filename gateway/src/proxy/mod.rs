@@ -327,7 +327,6 @@ async fn forward(
             slot.failovers.fetch_add(1, Relaxed);
         }
         tried += 1;
-        let uri = plan.uri(dialect, target, head.stream);
         // A refreshing credential is at hand unless none is valid: then this waits for the
         // refresher, as long as an upstream may take to answer.
         let mut credential = match target.auth.credential(gw.timeouts.first_byte).await {
@@ -345,29 +344,33 @@ async fn forward(
                 continue;
             }
         };
-        let mut retried = false;
+        // The body again for one retry, kept only where a refused token can be replaced
+        // (cloning a body built in a Vec allocates).
+        let mut spare = target.auth.refreshes().then(|| encoded.body.clone());
+        let mut body = encoded.body;
         let (sent, start) = loop {
             let req = upstream_request(
                 target,
                 credential.as_deref(),
-                uri.clone(),
+                plan.uri(dialect, target, head.stream),
                 dialect,
                 client_headers,
                 extra_headers,
-                encoded.body.clone(),
+                body,
                 &c.request_id,
             );
             let start = Instant::now();
             c.upstream_start = Some(start);
             let sent = tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await;
             // A refused token (expired early, revoked): fetch a new one and try once more,
-            // before anything reached the client. A static key is not retried.
-            if let (Ok(Ok(resp)), Some(cred), false) = (&sent, &credential, retried) {
-                if resp.status() == StatusCode::UNAUTHORIZED && target.auth.invalidate(cred) {
-                    retried = true;
+            // before anything reached the client.
+            if let (Ok(Ok(resp)), Some(cred)) = (&sent, &credential) {
+                if resp.status() == StatusCode::UNAUTHORIZED && spare.is_some() {
+                    target.auth.invalidate(cred);
                     gw.metrics.credential_retries.fetch_add(1, Relaxed);
                     if let Ok(fresh) = target.auth.credential(gw.timeouts.first_byte).await {
                         credential = fresh;
+                        body = spare.take().expect("checked above");
                         continue;
                     }
                 }
