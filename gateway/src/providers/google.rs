@@ -156,6 +156,12 @@ struct TokenAnswer {
     error_description: Option<String>,
 }
 
+/// The longest lifetime believed: a day (Google grants an hour). A larger claim, or one
+/// `Duration` cannot hold, would only postpone the refresh past the token's real end.
+const MAX_LIFETIME_S: f64 = 86_400.0;
+/// The most of an endpoint's error text quoted in the log.
+const MAX_ERROR_CHARS: usize = 200;
+
 /// The token and its lifetime from a token endpoint's answer.
 pub(crate) fn read_token_answer(
     status: u16,
@@ -171,6 +177,13 @@ pub(crate) fn read_token_answer(
                 }
                 e
             })
+            // Quoted in a log line: one line, bounded.
+            .map(|e| {
+                e.chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .take(MAX_ERROR_CHARS)
+                    .collect::<String>()
+            })
             .filter(|e| !e.is_empty())
             .unwrap_or_else(|| "no error description".to_owned());
         return Err(TokenError::Refused { status, error });
@@ -180,7 +193,9 @@ pub(crate) fn read_token_answer(
             access_token: Some(t),
             expires_in: Some(s),
             ..
-        }) if !t.is_empty() && s.is_finite() && s >= 0.0 => Ok((t, Duration::from_secs_f64(s))),
+        }) if !t.is_empty() && s.is_finite() && s >= 0.0 => {
+            Ok((t, Duration::from_secs_f64(s.min(MAX_LIFETIME_S))))
+        }
         _ => Err(TokenError::Shape),
     }
 }
