@@ -1109,7 +1109,7 @@ model = "gpt-4o-mini-2024-07-18"
         // Lines commented twice stay comments: the block names one credential source.
         assert!(!vertex.contains("access_token_env"), "{vertex}");
         let Some(pem) = crate::providers::google::tests::fresh_pem() else {
-            panic!("openssl makes the test key");
+            panic!("the Vertex tests need the openssl CLI (scripts/test-deps.sh installs it)");
         };
         let key =
             std::env::temp_dir().join(format!("gateway-example-sa-{}.json", std::process::id()));

@@ -264,7 +264,8 @@ pub(crate) mod tests {
 
     #[test]
     fn assertion_verifies_with_the_public_key_and_claims_match_google_auth() {
-        let pem = fresh_pem().expect("openssl makes test keys");
+        let pem = fresh_pem()
+            .expect("the Vertex tests need the openssl CLI (scripts/test-deps.sh installs it)");
         let sa = ServiceAccount::from_json(&key_file(&pem)).unwrap();
         assert_eq!(sa.project_id.as_deref(), Some("proj-1"));
         let jwt = sa.assertion(1_700_000_000);
@@ -301,7 +302,8 @@ pub(crate) mod tests {
 
     #[test]
     fn key_file_errors_name_the_field_never_the_value() {
-        let pem = fresh_pem().expect("openssl makes test keys");
+        let pem = fresh_pem()
+            .expect("the Vertex tests need the openssl CLI (scripts/test-deps.sh installs it)");
         let mut v: serde_json::Value = serde_json::from_slice(&key_file(&pem)).unwrap();
         for (field, says) in [
             ("client_email", "lacks the field `client_email`"),

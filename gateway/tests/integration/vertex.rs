@@ -50,7 +50,7 @@ fn fresh_pem() -> String {
         ])
         .stderr(Stdio::null())
         .output()
-        .expect("openssl makes the test keys");
+        .expect("the Vertex tests need the openssl CLI (scripts/test-deps.sh installs it)");
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
