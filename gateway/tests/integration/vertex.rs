@@ -87,6 +87,8 @@ struct MockState {
     lifetime_s: AtomicU32,
     /// Token requests answer 500 (the endpoint is down).
     token_down: AtomicBool,
+    /// Token requests are never answered (the endpoint hangs).
+    token_hangs: AtomicBool,
     seen: Mutex<Vec<Seen>>,
     /// The claims of the last assertion accepted.
     last_claims: Mutex<Option<Value>>,
@@ -224,6 +226,9 @@ async fn serve(st: &MockState, req: Request<Incoming>) -> Response<Full<Bytes>> 
     let body = body.collect().await.unwrap().to_bytes();
     let path = parts.uri.path().to_owned();
     if path == "/token" {
+        if st.token_hangs.load(SeqCst) {
+            std::future::pending::<()>().await;
+        }
         return token(st, &parts.headers, &body);
     }
     let bearer = parts
@@ -1018,4 +1023,34 @@ fn config_errors_name_the_key_never_the_secret() {
     );
     assert!(!ok);
     assert!(e.contains("targets[0].base_url`: is required"), "{e}");
+}
+
+// A target whose token cannot be had is skipped like one that cannot be reached: the next
+// target answers. And a token endpoint that never answers holds neither requests (past the
+// first-byte timeout) nor the exit after SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_token_fails_over_and_a_hung_endpoint_does_not_hold_the_exit() {
+    let pem = fresh_pem();
+    let mock = VertexMock::start(&pem, 3600).await;
+    mock.state.token_hangs.store(true, SeqCst);
+    let backup = MockUpstream::start(MockConfig::default()).await.unwrap();
+    let kf = mock.key_file(&pem);
+    let cfg = format!(
+        "[upstream]\nfirst_byte_timeout_ms = 300\n[[models]]\nname = \"vg\"\n[[models.targets]]\nprovider = \"vertex\"\nbase_url = \"{}\"\nlocation = \"us-central1\"\nmodel = \"{GEMINI_MODEL}\"\ncredentials_file = \"{}\"\n[[models.targets]]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"gpt-backup\"\n",
+        mock.base_url(),
+        kf.display(),
+        backup.base_url()
+    );
+    let mut gw = TestGateway::start(&cfg).await;
+    let r = gw.send(post(CHAT, body(CHAT, "vg", false))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(r.json()["model"], "gpt-backup", "{}", r.text());
+    assert!(mock.seen().is_empty());
+    let line = gw.wait_log("answered", |l| l["model"] == "vg").await;
+    assert_eq!(line["provider"], "openai", "{line}");
+    let t = Instant::now();
+    gw.sigterm();
+    let status = gw.wait_exit(PATIENCE).await;
+    assert!(status.success(), "{status:?}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
