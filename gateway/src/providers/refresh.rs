@@ -21,6 +21,9 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Never refresh more often than this, whatever lifetime the issuer claims.
 const MIN_INTERVAL: Duration = Duration::from_millis(250);
+/// A refused value is replaced at once, but fetches forced that way start at least this far
+/// apart: a value the upstream keeps refusing must not turn every request into a fetch.
+const FORCED_GAP: Duration = Duration::from_secs(1);
 
 struct Fresh<T> {
     value: Arc<T>,
@@ -119,6 +122,7 @@ impl<T> Refreshing<T> {
             if *stop.borrow() {
                 return;
             }
+            let started = Instant::now();
             let next = tokio::select! {
                 r = fetch() => match r {
                     Ok((value, lifetime)) => {
@@ -137,7 +141,12 @@ impl<T> Refreshing<T> {
             };
             tokio::select! {
                 _ = tokio::time::sleep(next) => {}
-                _ = self.wake.notified() => {}
+                _ = self.wake.notified() => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(started + FORCED_GAP) => {}
+                        _ = stop.changed() => return,
+                    }
+                }
                 _ = stop.changed() => return,
             }
         }
@@ -242,6 +251,8 @@ mod tests {
             stop,
         ));
         let first = r.wait(Duration::from_secs(1)).await.unwrap();
+        // Refused long after it was fetched: replaced at once.
+        tokio::time::sleep(Duration::from_secs(10)).await;
         r.invalidate(&first);
         // A second refusal of the same value causes no second fetch.
         r.invalidate(&first);
@@ -249,7 +260,12 @@ mod tests {
         let second = r.wait(Duration::from_secs(1)).await.unwrap();
         assert_eq!((*first, *second), (0, 1));
         assert!(t.elapsed() < Duration::from_millis(10));
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert_eq!(n.load(SeqCst), 2);
+        // Refused at once too: the next fetch waits out the gap since the last one.
+        r.invalidate(&second);
+        let third = r.wait(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(*third, 2);
+        assert_eq!(t.elapsed(), FORCED_GAP);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(n.load(SeqCst), 3);
     }
 }
