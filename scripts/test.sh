@@ -2,7 +2,7 @@
 # The project's test command (docs/testing.md; the README's tests block runs it). Runs every
 # tier in order and prints each tier's duration. Needs: cargo, llvm-22, bolt-22, libbolt-22-dev,
 # nix-bin, valgrind, node/npm, python3, .venv-sdk and .agents, iproute2 and unshare,
-# redis-server (the README's main block and scripts/test-deps.sh install them).
+# redis-server, openssl (the README's main block and scripts/test-deps.sh install them).
 #
 # Tiers (each fails the run):
 #   lint        cargo fmt --check, clippy -D warnings (the workspace and each allocator feature,

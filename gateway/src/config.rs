@@ -69,6 +69,23 @@ pub(crate) enum Problem {
     /// Never quotes the key itself.
     #[error("the key in environment variable {0} is not a valid HTTP header value")]
     UpstreamKey(String),
+    /// A service-account key file that does not serve: names the field, never its value.
+    #[error("{}: {source}", path.display())]
+    KeyFile {
+        path: PathBuf,
+        source: crate::providers::google::KeyFileError,
+    },
+}
+
+/// A service-account key file, read and parsed (its key too).
+pub(crate) fn read_service_account(
+    path: &Path,
+) -> Result<crate::providers::google::ServiceAccount, Problem> {
+    let bytes = std::fs::read(path).map_err(|_| Problem::NotAFile(path.to_owned()))?;
+    crate::providers::google::ServiceAccount::from_json(&bytes).map_err(|source| Problem::KeyFile {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 impl From<&'static str> for Problem {
@@ -132,8 +149,9 @@ pub(crate) struct RateLimit {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Target {
     pub(crate) provider: Provider,
-    /// Scheme, host, port and optional path prefix, e.g. `https://api.openai.com`.
-    pub(crate) base_url: String,
+    /// Scheme, host, port and optional path prefix, e.g. `https://api.openai.com`. Vertex
+    /// targets may leave it out: the default is the location's host ([`Target::base_url`]).
+    base_url: Option<String>,
     /// The model name sent upstream.
     pub(crate) model: String,
     /// Name of the environment variable holding the upstream key (the key itself is never in
@@ -153,7 +171,28 @@ pub(crate) struct Target {
     /// Azure OpenAI: what `api_key_env` holds, a resource key (`"api-key"`, the default) or
     /// a Microsoft Entra ID token (`"entra"`, sent as a bearer token).
     pub(crate) auth: Option<AzureAuth>,
+    /// Vertex (required there): the location, `us-central1`, `global`, `us`, `eu`...
+    pub(crate) location: Option<String>,
+    /// Vertex: the Google Cloud project (default: the service account's `project_id`).
+    pub(crate) project: Option<String>,
+    /// Vertex: a service-account key file (JSON), whose tokens the gateway fetches and
+    /// refreshes itself ...
+    pub(crate) credentials_file: Option<PathBuf>,
+    /// ... or the environment variable naming that file (`GOOGLE_APPLICATION_CREDENTIALS`) ...
+    pub(crate) credentials_file_env: Option<String>,
+    /// ... or the environment variable holding an access token minted elsewhere (sent as
+    /// it is, never refreshed).
+    pub(crate) access_token_env: Option<String>,
 }
+
+/// The Vertex-only keys, for the errors that name them on other providers.
+const VERTEX_KEYS: [&str; 5] = [
+    "location",
+    "project",
+    "credentials_file",
+    "credentials_file_env",
+    "access_token_env",
+];
 
 impl Target {
     /// The model name sent upstream: an Azure target's deployment.
@@ -163,6 +202,110 @@ impl Target {
 
     pub(crate) fn key_header(&self) -> KeyHeader {
         KeyHeader::of(self.provider, self.auth)
+    }
+
+    /// The base URL: the configured one, else (Vertex) the location's host.
+    pub(crate) fn base_url(&self) -> std::borrow::Cow<'_, str> {
+        match (&self.base_url, &self.location) {
+            (Some(u), _) => u.as_str().into(),
+            (None, Some(l)) if self.provider.is_vertex() => {
+                crate::providers::google::default_base_url(l).into()
+            }
+            (None, _) => "".into(),
+        }
+    }
+
+    /// Where a Vertex target's service-account key is, when it has one (the env var is
+    /// read here; validation checked it is set).
+    pub(crate) fn credentials_path(&self) -> Result<Option<PathBuf>, EnvError> {
+        match (&self.credentials_file, &self.credentials_file_env) {
+            (Some(p), _) => Ok(Some(p.clone())),
+            (None, Some(var)) => env_secret(var).map(|p| Some(PathBuf::from(p))),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The Vertex keys: required or refused by provider; exactly one credential source;
+    /// the key file readable and a service account's; the names URL-safe. The key's
+    /// project is the default `project`.
+    fn check_vertex(&self, at: &str) -> Result<(), Invalid> {
+        if !self.provider.is_vertex() {
+            let set = [
+                self.location.is_some(),
+                self.project.is_some(),
+                self.credentials_file.is_some(),
+                self.credentials_file_env.is_some(),
+                self.access_token_env.is_some(),
+            ];
+            return match set.iter().position(|s| *s) {
+                Some(k) => Err(invalid(
+                    format!("{at}.{}", VERTEX_KEYS[k]),
+                    "applies only to providers \"vertex\" and \"vertex-anthropic\"",
+                )),
+                None => Ok(()),
+            };
+        }
+        let Some(location) = &self.location else {
+            return Err(invalid(
+                format!("{at}.location"),
+                "is required for Vertex: a region such as \"us-central1\", or \"global\", \"us\", \"eu\"",
+            ));
+        };
+        if location.is_empty()
+            || !location
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            return Err(invalid(
+                format!("{at}.location"),
+                "may hold only lowercase letters, digits and '-'",
+            ));
+        }
+        if self.api_key_env.is_some() {
+            return Err(invalid(
+                format!("{at}.api_key_env"),
+                "does not apply to Vertex: use credentials_file, credentials_file_env or access_token_env",
+            ));
+        }
+        crate::providers::google::check_path_segment(&self.model)
+            .map_err(|e| invalid(format!("{at}.model"), e))?;
+        let sources = [
+            self.credentials_file.is_some(),
+            self.credentials_file_env.is_some(),
+            self.access_token_env.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            return Err(invalid(
+                at,
+                "a Vertex target needs exactly one of credentials_file, credentials_file_env and access_token_env",
+            ));
+        }
+        let mut project = self.project.clone();
+        if let Some(var) = &self.access_token_env {
+            check_upstream_key(var, self.key_header())
+                .map_err(|e| invalid(format!("{at}.access_token_env"), e))?;
+        } else {
+            let key = if self.credentials_file.is_some() {
+                "credentials_file"
+            } else {
+                "credentials_file_env"
+            };
+            let path = self
+                .credentials_path()
+                .map_err(|e| invalid(format!("{at}.{key}"), e))?
+                .expect("one source is set");
+            let sa = read_service_account(&path).map_err(|e| invalid(format!("{at}.{key}"), e))?;
+            project = project.or(sa.project_id);
+        }
+        let Some(project) = project else {
+            return Err(invalid(
+                format!("{at}.project"),
+                "is required (the credentials name no project_id)",
+            ));
+        };
+        crate::providers::google::check_path_segment(&project)
+            .map_err(|e| invalid(format!("{at}.project"), e))?;
+        Ok(())
     }
 
     /// The Azure-only keys: required or refused by provider, their values URL-safe.
@@ -559,7 +702,11 @@ impl Config {
             }
             for (j, t) in m.targets.iter().enumerate() {
                 let at = format!("{at}.targets[{j}]");
-                if let Err(e) = crate::upstream_url::UpstreamUrl::parse(&t.base_url) {
+                if t.base_url.is_none() && !t.provider.is_vertex() {
+                    return Err(invalid(format!("{at}.base_url"), "is required"));
+                }
+                t.check_vertex(&at)?;
+                if let Err(e) = crate::upstream_url::UpstreamUrl::parse(&t.base_url()) {
                     return Err(invalid(format!("{at}.base_url"), e));
                 }
                 if t.model.is_empty() {
@@ -937,19 +1084,53 @@ model = "gpt-4o-mini-2024-07-18"
         std::env::set_var("GEMINI_API_KEY", "gm-test");
         std::env::set_var("GATEWAY_KEY_TEAM_B", "gw-test");
         parse(text).unwrap();
-        // The commented-out Azure model, uncommented, is valid too.
-        let azure: String = text
-            .lines()
-            .skip_while(|l| !l.starts_with("# Azure OpenAI:"))
-            .filter_map(|l| l.strip_prefix("# "))
-            .filter(|l| l.starts_with('[') || l.contains(" = "))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        // The commented-out Azure and Vertex models, uncommented, are valid too.
+        let block = |from: &str, to: &str| -> String {
+            text.lines()
+                .skip_while(|l| !l.starts_with(from))
+                .take_while(|l| !l.starts_with(to))
+                .filter_map(|l| l.strip_prefix("# "))
+                .filter(|l| l.starts_with('[') || (l.contains(" = ") && !l.starts_with('#')))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        let azure = block("# Azure OpenAI:", "# Google Vertex AI:");
         assert!(azure.contains("provider = \"azure-openai\""), "{azure}");
         std::env::set_var("AZURE_OPENAI_API_KEY", "az-test");
         let c = parse(&format!("{text}\n{azure}")).unwrap();
         let t = &c.models.last().unwrap().targets[0];
         assert_eq!(t.provider, Provider::AzureOpenai);
         assert_eq!(t.upstream_model(), "gpt-4o-mini-prod");
+        let vertex = block("# Google Vertex AI:", "# END");
+        assert!(
+            vertex.contains("provider = \"vertex-anthropic\""),
+            "{vertex}"
+        );
+        // Lines commented twice stay comments: the block names one credential source.
+        assert!(!vertex.contains("access_token_env"), "{vertex}");
+        let Some(pem) = crate::providers::google::tests::fresh_pem() else {
+            panic!("the Vertex tests need the openssl CLI (scripts/test-deps.sh installs it)");
+        };
+        let key =
+            std::env::temp_dir().join(format!("gateway-example-sa-{}.json", std::process::id()));
+        let sa = serde_json::json!({"type": "service_account", "project_id": "example-project",
+            "private_key_id": "k1", "private_key": pem, "client_email": "sa@example-project.iam.gserviceaccount.com",
+            "token_uri": "https://oauth2.googleapis.com/token"});
+        std::fs::write(&key, sa.to_string()).unwrap();
+        std::env::set_var("GOOGLE_APPLICATION_CREDENTIALS", &key);
+        let c = parse(&format!("{text}\n{vertex}"));
+        std::fs::remove_file(&key).ok();
+        let c = c.unwrap();
+        let n = c.models.len();
+        let (g, a) = (&c.models[n - 2].targets[0], &c.models[n - 1].targets[0]);
+        assert_eq!(
+            (g.provider, a.provider),
+            (Provider::Vertex, Provider::VertexAnthropic)
+        );
+        assert_eq!(
+            g.base_url(),
+            "https://us-central1-aiplatform.googleapis.com"
+        );
+        assert_eq!(a.base_url(), "https://us-east5-aiplatform.googleapis.com");
     }
 }

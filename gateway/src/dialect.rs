@@ -23,15 +23,25 @@ pub(crate) enum Provider {
     /// an `api-version`) with Azure's credentials (`crate::providers`).
     #[serde(rename = "azure-openai")]
     AzureOpenai,
+    /// Gemini models on Google Vertex AI: the Gemini API on Vertex's URLs (project,
+    /// location, publisher) with an OAuth access token (`crate::providers::google`).
+    #[serde(rename = "vertex")]
+    Vertex,
+    /// Claude on Google Vertex AI: Anthropic's messages at `:rawPredict` /
+    /// `:streamRawPredict`, the model in the URL, `anthropic_version` in the body.
+    #[serde(rename = "vertex-anthropic")]
+    VertexAnthropic,
 }
 
 impl Provider {
-    pub(crate) const ALL: [Provider; 5] = [
+    pub(crate) const ALL: [Provider; 7] = [
         Provider::Openai,
         Provider::Anthropic,
         Provider::OpenaiCompatible,
         Provider::Gemini,
         Provider::AzureOpenai,
+        Provider::Vertex,
+        Provider::VertexAnthropic,
     ];
 
     /// The name configs and logs use.
@@ -42,6 +52,8 @@ impl Provider {
             Provider::OpenaiCompatible => "openai-compatible",
             Provider::Gemini => "gemini",
             Provider::AzureOpenai => "azure-openai",
+            Provider::Vertex => "vertex",
+            Provider::VertexAnthropic => "vertex-anthropic",
         }
     }
 
@@ -49,6 +61,11 @@ impl Provider {
     /// `max_completion_tokens`, reasoning effort).
     pub(crate) const fn is_openai(self) -> bool {
         matches!(self, Provider::Openai | Provider::AzureOpenai)
+    }
+
+    /// Whether this is one of Google Vertex AI's providers (location, project, OAuth).
+    pub(crate) const fn is_vertex(self) -> bool {
+        matches!(self, Provider::Vertex | Provider::VertexAnthropic)
     }
 }
 
@@ -108,8 +125,11 @@ impl Dialect {
                 Dialect::Chat | Dialect::Responses,
                 Provider::Openai | Provider::AzureOpenai
             ) | (Dialect::Chat, Provider::OpenaiCompatible)
-                | (Dialect::Messages, Provider::Anthropic)
-                | (Dialect::Gemini, Provider::Gemini)
+                | (
+                    Dialect::Messages,
+                    Provider::Anthropic | Provider::VertexAnthropic
+                )
+                | (Dialect::Gemini, Provider::Gemini | Provider::Vertex)
         )
     }
 
@@ -120,9 +140,9 @@ impl Dialect {
             return self;
         }
         match provider {
-            Provider::Anthropic => Dialect::Messages,
+            Provider::Anthropic | Provider::VertexAnthropic => Dialect::Messages,
             Provider::Openai | Provider::OpenaiCompatible | Provider::AzureOpenai => Dialect::Chat,
-            Provider::Gemini => Dialect::Gemini,
+            Provider::Gemini | Provider::Vertex => Dialect::Gemini,
         }
     }
 
@@ -214,6 +234,14 @@ mod tests {
             (Responses, Provider::AzureOpenai, Responses),
             (Messages, Provider::AzureOpenai, Chat),
             (Gemini, Provider::AzureOpenai, Chat),
+            (Gemini, Provider::Vertex, Gemini),
+            (Chat, Provider::Vertex, Gemini),
+            (Messages, Provider::Vertex, Gemini),
+            (Responses, Provider::Vertex, Gemini),
+            (Messages, Provider::VertexAnthropic, Messages),
+            (Chat, Provider::VertexAnthropic, Messages),
+            (Responses, Provider::VertexAnthropic, Messages),
+            (Gemini, Provider::VertexAnthropic, Messages),
         ];
         for (client, provider, upstream) in cases {
             assert_eq!(

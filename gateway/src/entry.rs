@@ -140,7 +140,7 @@ fn print_summary(config: &Config, listeners: &Listeners, workers: usize) {
             .targets
             .iter()
             .map(|t| {
-                let url = redact_userinfo(&t.base_url);
+                let url = redact_userinfo(&t.base_url());
                 format!("{:?} {url} ({})", t.provider, t.model)
             })
             .collect();

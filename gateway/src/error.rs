@@ -25,6 +25,8 @@ pub(crate) enum ErrorKind {
     Overloaded,
     UriTooLong,
     HeadersTooLarge,
+    /// A target's credentials could not be had (its token endpoint failed or is slow).
+    CredentialsUnavailable,
 }
 
 impl ErrorKind {
@@ -40,7 +42,9 @@ impl ErrorKind {
             ErrorKind::GatewayTimeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ErrorKind::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Overloaded | ErrorKind::CredentialsUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ErrorKind::UriTooLong => StatusCode::URI_TOO_LONG,
             ErrorKind::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         }
@@ -61,7 +65,7 @@ impl ErrorKind {
             ErrorKind::TooLarge => "request_too_large",
             ErrorKind::RateLimited => "rate_limit_error",
             ErrorKind::GatewayTimeout => "timeout_error",
-            ErrorKind::BadGateway => "api_error",
+            ErrorKind::BadGateway | ErrorKind::CredentialsUnavailable => "api_error",
         }
     }
 
@@ -82,6 +86,9 @@ impl ErrorKind {
             ErrorKind::Overloaded => ("server_error", Some("overloaded")),
             ErrorKind::UriTooLong => ("invalid_request_error", Some("uri_too_long")),
             ErrorKind::HeadersTooLarge => ("invalid_request_error", Some("headers_too_large")),
+            ErrorKind::CredentialsUnavailable => {
+                ("server_error", Some("upstream_credentials_unavailable"))
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ mod cli;
 mod client;
 mod config;
 mod conn;
+mod credentials;
 mod dialect;
 mod entry;
 mod error;

@@ -200,6 +200,11 @@ pub(crate) struct Metrics {
     pub(crate) ratelimit_degraded: AtomicU64,
     /// Tokens charged to this process's buckets only (Redis could not be told).
     pub(crate) ratelimit_unshared_tokens: AtomicU64,
+    /// Access-token fetches (Vertex service accounts) that got a token, and that failed.
+    pub(crate) credential_refreshes_ok: AtomicU64,
+    pub(crate) credential_refreshes_failed: AtomicU64,
+    /// Attempts retried with a fresh token after the upstream refused the one sent (401).
+    pub(crate) credential_retries: AtomicU64,
     /// Fields translation dropped, by (model index, field): only translated requests that
     /// dropped something take the lock, and the fields are a closed set (TRANSLATION.md).
     dropped_fields: Mutex<BTreeMap<(usize, String), u64>>,
@@ -222,6 +227,9 @@ impl Metrics {
             ratelimit_backend_errors: AtomicU64::new(0),
             ratelimit_degraded: AtomicU64::new(0),
             ratelimit_unshared_tokens: AtomicU64::new(0),
+            credential_refreshes_ok: AtomicU64::new(0),
+            credential_refreshes_failed: AtomicU64::new(0),
+            credential_retries: AtomicU64::new(0),
             dropped_fields: Mutex::new(BTreeMap::new()),
         }
     }
@@ -434,6 +442,17 @@ impl Metrics {
             out,
             "# HELP gateway_in_flight_requests Requests being served now.\n# TYPE gateway_in_flight_requests gauge\ngateway_in_flight_requests {}",
             self.in_flight.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_upstream_credential_refresh_total Upstream access-token fetches, by result.\n# TYPE gateway_upstream_credential_refresh_total counter\ngateway_upstream_credential_refresh_total{{result=\"ok\"}} {}\ngateway_upstream_credential_refresh_total{{result=\"error\"}} {}",
+            self.credential_refreshes_ok.load(Relaxed),
+            self.credential_refreshes_failed.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gateway_upstream_credential_retries_total Attempts retried with a fresh token after the upstream refused the one sent.\n# TYPE gateway_upstream_credential_retries_total counter\ngateway_upstream_credential_retries_total {}",
+            self.credential_retries.load(Relaxed)
         );
         let _ = writeln!(
             out,

@@ -188,6 +188,13 @@ pub(crate) async fn run(
         .keep_alive(true);
     let grace = Duration::from_millis(cfg.server.shutdown_grace_ms);
     let (stop_tx, stop_rx) = watch::channel(false);
+    // Credential refreshers run until the drain is over (requests still in flight may
+    // need a fresh token): they stop when `run` returns and drops this sender.
+    let (_refresh_stop, refresh_rx) = watch::channel(false);
+    let tasks = std::mem::take(&mut *gw.refresh_tasks.lock().unwrap_or_else(|e| e.into_inner()));
+    for task in tasks {
+        tokio::spawn(task(refresh_rx.clone()));
+    }
     let cap = connection_cap(cfg.server.max_connections);
     let write_timeout = Duration::from_millis(cfg.server.client_write_timeout_ms);
     let limits = |n: usize| ConnLimits {

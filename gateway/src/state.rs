@@ -11,11 +11,11 @@ use crate::access_log::AccessLog;
 use crate::auth::{Keys, UnsetSecret};
 use crate::buffer::BufferBudget;
 use crate::client::{self, ClientError, UpstreamClient};
-use crate::config::{self, Config, EnvError};
+use crate::config::{self, Config};
 use crate::dialect::{Dialect, Provider};
 use crate::headers::ForwardError;
 use crate::metrics::Metrics;
-use crate::providers::upstream_auth;
+use crate::providers::UpstreamAuth;
 use crate::ratelimit::{Limiter, Limits, RedisError, Scope};
 use crate::translate::policy::{BuiltinTools, Policy};
 use crate::upstream_url::{UpstreamUrl, UrlError};
@@ -29,10 +29,8 @@ pub(crate) struct Target {
     pub(crate) model: Box<str>,
     /// The upstream model name, already JSON-encoded for splicing into bodies.
     pub(crate) model_json: Bytes,
-    /// The header carrying the upstream key (`authorization` or `x-api-key`), if any.
-    pub(crate) auth: Option<(HeaderName, HeaderValue)>,
-    /// The upstream key itself, to redact it from upstream error bodies that echo it.
-    pub(crate) secret: Option<Arc<[u8]>>,
+    /// The credential sent upstream (shared by the target's copies, one per client dialect).
+    pub(crate) auth: Arc<UpstreamAuth>,
     pub(crate) provider: Provider,
     /// The dialect this target is sent: the client's own (passthrough, the fast path) or
     /// the provider's, the request and answer being translated (`crate::translate`).
@@ -41,6 +39,9 @@ pub(crate) struct Target {
     pub(crate) reasoning: bool,
     /// A Gemini upstream's URIs, one per method (`uri` is `generateContent`'s).
     pub(crate) gemini: Option<Arc<GeminiUris>>,
+    /// Where streamed requests go when that is another URI than `uri` (Claude on Vertex:
+    /// `:streamRawPredict`, `uri` being `:rawPredict`).
+    pub(crate) stream_uri: Option<Uri>,
 }
 
 /// The model is in a Gemini path, and so is the method: every URI a target may need.
@@ -52,10 +53,10 @@ pub(crate) struct GeminiUris {
 }
 
 impl GeminiUris {
-    fn new(base: &UpstreamUrl, model: &str) -> GeminiUris {
-        // Configs may name the model as Google's API lists it (`models/gemini-...`).
-        let model = model.strip_prefix("models/").unwrap_or(model);
-        let at = |suffix: &str| base.join(&format!("/v1beta/models/{model}{suffix}"));
+    /// `models`: the path of the model, the method's suffix following (Google's
+    /// `/v1beta/models/{model}`, Vertex's publisher path).
+    fn new(base: &UpstreamUrl, models: &str) -> GeminiUris {
+        let at = |suffix: &str| base.join(&format!("{models}{suffix}"));
         use crate::dialect::GeminiMethod as M;
         GeminiUris {
             generate: at(M::Generate.upstream_suffix()),
@@ -117,16 +118,14 @@ pub(crate) enum SetupError {
     Url(#[from] UrlError),
     #[error(transparent)]
     Header(#[from] ForwardError),
-    #[error("model {model:?}: {source}")]
-    Secret { model: String, source: EnvError },
-    #[error("model {model:?}: the key in {var} is not a valid header value")]
-    UpstreamKey { model: String, var: String },
     #[error(transparent)]
     Keys(#[from] UnsetSecret),
     #[error(transparent)]
     Client(#[from] ClientError),
     #[error(transparent)]
     Limits(#[from] RedisError),
+    #[error(transparent)]
+    Credential(#[from] crate::credentials::CredentialError),
 }
 
 pub(crate) struct State {
@@ -152,6 +151,9 @@ pub(crate) struct State {
     /// Set when the shutdown grace period ran out: streams dropped after that were cut by
     /// the shutdown, not by their clients.
     pub(crate) grace_over: AtomicBool,
+    /// The credential refreshers, taken and started by the server (so that building the
+    /// state spawns nothing and a failed start leaves nothing running).
+    pub(crate) refresh_tasks: std::sync::Mutex<Vec<crate::credentials::RefreshTask>>,
     request_ids: RequestIds,
 }
 
@@ -169,39 +171,53 @@ impl State {
             .enumerate()
             .map(|(i, m)| (m.name.as_str().into(), i))
             .collect();
+        let client = client::build(&cfg.upstream)?;
+        // A token fetch gets as long as an upstream's first byte.
+        let fetch_timeout = Duration::from_millis(cfg.upstream.first_byte_timeout_ms);
+        let mut sources = crate::credentials::Sources::new(&client, metrics.clone(), fetch_timeout);
         let mut models = Vec::with_capacity(cfg.models.len());
         for m in &cfg.models {
             let mut targets: [Vec<Target>; 4] = Default::default();
-            for t in &m.targets {
-                let base = UpstreamUrl::parse(&t.base_url)?;
-                let (auth, secret) = match &t.api_key_env {
-                    None => (None, None),
-                    Some(var) => {
-                        let key = crate::config::env_secret(var).map_err(|source| {
-                            SetupError::Secret {
-                                model: m.name.clone(),
-                                source,
-                            }
-                        })?;
-                        let auth = upstream_auth(t.key_header(), &key).map_err(|_| {
-                            SetupError::UpstreamKey {
-                                model: m.name.clone(),
-                                var: var.clone(),
-                            }
-                        })?;
-                        (Some(auth), Some(Arc::from(key.into_bytes())))
-                    }
-                };
+            for (j, t) in m.targets.iter().enumerate() {
+                let base = UpstreamUrl::parse(&t.base_url())?;
+                let compiled = crate::credentials::compile(&m.name, j, t, &mut sources)?;
+                let auth = Arc::new(compiled.auth);
                 let upstream_model = t.upstream_model();
                 let model_json =
                     Bytes::from(serde_json::to_vec(upstream_model).expect("a string serializes"));
-                let gemini = (t.provider == Provider::Gemini)
-                    .then(|| Arc::new(GeminiUris::new(&base, &t.model)));
+                let project = t.project.as_ref().or(compiled.key_project.as_ref());
+                let vertex_path = |publisher| {
+                    // Validation made sure a Vertex target has a project.
+                    crate::providers::google::model_path(
+                        project.map_or("", |p| p.as_str()),
+                        t.location.as_deref().unwrap_or_default(),
+                        publisher,
+                        &t.model,
+                    )
+                };
+                let gemini = match t.provider {
+                    // Configs may name the model as Google's API lists it (`models/gemini-...`).
+                    Provider::Gemini => Some(format!(
+                        "/v1beta/models/{}",
+                        t.model.strip_prefix("models/").unwrap_or(&t.model)
+                    )),
+                    Provider::Vertex => Some(vertex_path("google")),
+                    _ => None,
+                }
+                .map(|models| Arc::new(GeminiUris::new(&base, &models)));
+                let raw_predict = (t.provider == Provider::VertexAnthropic).then(|| {
+                    let models = vertex_path("anthropic");
+                    (
+                        base.join(&format!("{models}:rawPredict")),
+                        base.join(&format!("{models}:streamRawPredict")),
+                    )
+                });
                 for d in Dialect::ALL {
                     let upstream = d.upstream_for(t.provider);
-                    let uri = match &gemini {
-                        Some(g) => g.generate.clone(),
-                        None => base.join(&crate::providers::upstream_path(
+                    let uri = match (&gemini, &raw_predict) {
+                        (Some(g), _) => g.generate.clone(),
+                        (_, Some((raw, _))) => raw.clone(),
+                        _ => base.join(&crate::providers::upstream_path(
                             t.provider,
                             upstream,
                             upstream_model,
@@ -214,11 +230,11 @@ impl State {
                         model: upstream_model.into(),
                         model_json: model_json.clone(),
                         auth: auth.clone(),
-                        secret: secret.clone(),
                         provider: t.provider,
                         upstream,
                         reasoning: t.reasoning,
                         gemini: gemini.clone(),
+                        stream_uri: raw_predict.as_ref().map(|(_, s)| s.clone()),
                     });
                 }
             }
@@ -246,6 +262,7 @@ impl State {
                     .collect::<Result<_, _>>()?,
             });
         }
+        let refresh_tasks = sources.tasks;
         let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
         let models_json = render_models(&names, None);
         let keys = Keys::compile(
@@ -263,7 +280,7 @@ impl State {
             models_json,
             metrics,
             access_log,
-            client: client::build(&cfg.upstream)?,
+            client,
             max_body_bytes: cfg.server.max_body_bytes,
             max_response_body_bytes: cfg.upstream.max_response_body_bytes,
             buffer_budget: Arc::new(BufferBudget::new(cfg.upstream.max_buffered_bytes)),
@@ -275,6 +292,7 @@ impl State {
             },
             metrics_on_main: cfg.observability.metrics && cfg.server.metrics_listen.is_none(),
             grace_over: AtomicBool::new(false),
+            refresh_tasks: std::sync::Mutex::new(refresh_tasks),
             request_ids: RequestIds::new(),
         })
     }

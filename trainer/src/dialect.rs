@@ -57,12 +57,19 @@ pub struct GeminiCall<'a> {
 impl<'a> GeminiCall<'a> {
     /// Parses a request path (without the query); `None` when it is no Gemini call.
     pub fn parse(path: &'a str) -> Option<GeminiCall<'a>> {
-        let rest = path.strip_prefix('/')?;
-        let (version, rest) = rest.split_once('/')?;
-        if !GEMINI_VERSIONS.contains(&version) {
-            return None;
-        }
-        let (model, method) = rest.strip_prefix("models/")?.rsplit_once(':')?;
+        let (version, models) = match vertex_model(path, "google") {
+            // Vertex's publisher path: served as Google's own `/v1/models/...`.
+            Some(m) => ("v1", m),
+            None => {
+                let rest = path.strip_prefix('/')?;
+                let (version, rest) = rest.split_once('/')?;
+                if !GEMINI_VERSIONS.contains(&version) {
+                    return None;
+                }
+                (version, rest.strip_prefix("models/")?)
+            }
+        };
+        let (model, method) = models.rsplit_once(':')?;
         if model.is_empty() || model.contains('/') {
             return None;
         }
@@ -97,6 +104,9 @@ impl Dialect {
         }
         if let Some(d) = azure_dialect(path) {
             return Some(d);
+        }
+        if vertex_anthropic_model(path).is_some() {
+            return Some(Dialect::Messages);
         }
         [Dialect::Chat, Dialect::Messages, Dialect::Responses]
             .into_iter()
@@ -158,6 +168,24 @@ impl Dialect {
     }
 }
 
+/// What follows `/models/` in a Vertex AI publisher path,
+/// `/v1/projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:{method}`.
+fn vertex_model<'a>(path: &'a str, publisher: &str) -> Option<&'a str> {
+    let rest = path.strip_prefix("/v1/projects/")?;
+    let (_project, rest) = rest.split_once("/locations/")?;
+    let (_location, rest) = rest.split_once("/publishers/")?;
+    let (p, rest) = rest.split_once("/models/")?;
+    (p == publisher && !rest.is_empty()).then_some(rest)
+}
+
+/// Claude on Vertex AI: the model of a `.../publishers/anthropic/models/{model}:rawPredict`
+/// or `:streamRawPredict` path (Anthropic's messages, the model in the path, not the body).
+pub(crate) fn vertex_anthropic_model(path: &str) -> Option<&str> {
+    let (model, method) = vertex_model(path, "anthropic")?.rsplit_once(':')?;
+    let ok = matches!(method, "rawPredict" | "streamRawPredict");
+    (ok && !model.is_empty() && !model.contains('/')).then_some(model)
+}
+
 /// The dialect of an Azure OpenAI path: `/openai/deployments/{deployment}/chat/completions`
 /// and `/openai/responses` (dated API versions), `/openai/v1/chat/completions` and
 /// `/openai/v1/responses` (the v1 API).
@@ -199,6 +227,11 @@ pub enum Provider {
     /// (`/openai/deployments/{deployment}/chat/completions?api-version=...`).
     #[serde(rename = "azure-openai")]
     AzureOpenAi,
+    /// Gemini on Google Vertex AI: the Gemini API on Vertex's publisher paths, a bearer token.
+    Vertex,
+    /// Claude on Google Vertex AI: messages at `:rawPredict` / `:streamRawPredict`.
+    #[serde(rename = "vertex-anthropic")]
+    VertexAnthropic,
 }
 
 impl Provider {
@@ -209,6 +242,8 @@ impl Provider {
             Provider::OpenAiCompatible => "openai-compatible",
             Provider::Gemini => "gemini",
             Provider::AzureOpenAi => "azure-openai",
+            Provider::Vertex => "vertex",
+            Provider::VertexAnthropic => "vertex-anthropic",
         }
     }
 
@@ -218,9 +253,9 @@ impl Provider {
             Provider::OpenAi | Provider::AzureOpenAi => {
                 matches!(dialect, Dialect::Chat | Dialect::Responses)
             }
-            Provider::Anthropic => dialect == Dialect::Messages,
+            Provider::Anthropic | Provider::VertexAnthropic => dialect == Dialect::Messages,
             Provider::OpenAiCompatible => dialect == Dialect::Chat,
-            Provider::Gemini => dialect == Dialect::Gemini,
+            Provider::Gemini | Provider::Vertex => dialect == Dialect::Gemini,
         }
     }
 }
@@ -234,6 +269,32 @@ impl fmt::Display for Provider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vertex_paths() {
+        let g = "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro:streamGenerateContent";
+        let call = GeminiCall::parse(g).unwrap();
+        assert_eq!(
+            (call.version, call.model, call.method),
+            ("v1", "gemini-2.5-pro", GeminiMethod::StreamGenerateContent)
+        );
+        assert_eq!(Dialect::from_path(g), Some(Dialect::Gemini));
+        let a = "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude@2025:streamRawPredict";
+        assert_eq!(vertex_anthropic_model(a), Some("claude@2025"));
+        assert_eq!(Dialect::from_path(a), Some(Dialect::Messages));
+        for bad in [
+            "/v1/projects/p/locations/l/publishers/anthropic/models/c:predict",
+            "/v1/projects/p/locations/l/publishers/anthropic/models/:rawPredict",
+            "/v1/projects/p/locations/l/publishers/meta/models/c:rawPredict",
+            "/v1/projects/p/publishers/anthropic/models/c:rawPredict",
+        ] {
+            assert_eq!(Dialect::from_path(bad), None, "{bad}");
+        }
+        assert!(GeminiCall::parse(
+            "/v1/projects/p/locations/l/publishers/anthropic/models/m:generateContent"
+        )
+        .is_none());
+    }
 
     #[test]
     fn gemini_paths_name_version_model_and_method() {

@@ -76,6 +76,12 @@ impl Launch {
     }
 }
 
+/// The environment variable a Vertex shape's target reads its access token from
+/// (`access_token_env`), set on every gateway the trainer starts: the mock checks no token,
+/// so training needs no Google credentials and generates no key.
+pub const VERTEX_TOKEN_ENV: &str = "GATEWAY_TRAINING_VERTEX_TOKEN";
+const VERTEX_TOKEN: &str = "ya29.training-mock-token";
+
 /// A running gateway process (killed when dropped).
 pub struct GatewayProcess {
     child: tokio::process::Child,
@@ -101,6 +107,7 @@ impl GatewayProcess {
         cmd.arg("--config")
             .arg(&l.config)
             .args(&l.args)
+            .env(VERTEX_TOKEN_ENV, VERTEX_TOKEN)
             .envs(l.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

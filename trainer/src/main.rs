@@ -38,8 +38,9 @@ enum Command {
     /// loopback, write the shape's gateway config, start GATEWAY_BIN, wait for /healthz, drive
     /// the shape with every response checked, SIGTERM, and require exit code 0.
     ///
-    /// The gateway inherits the environment unchanged and nothing sets a profile variable:
-    /// set LLVM_PROFILE_FILE (with %p: one file per process) before calling; collecting and
+    /// The gateway inherits the environment, plus GATEWAY_TRAINING_VERTEX_TOKEN (a fixed
+    /// token for the Vertex shapes' targets, which the mock does not check); nothing sets a
+    /// profile variable: set LLVM_PROFILE_FILE (with %p: one file per process) before calling; collecting and
     /// merging the profiles is the caller's job. Scratch files go under $TMPDIR and are
     /// removed. Progress goes to stderr; on success stdout is the one line
     /// "trainer workload: N gateway runs". Exit 1 on any failure, naming the shape and the

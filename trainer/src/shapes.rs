@@ -498,7 +498,7 @@ concurrency = 2
             ("dialect", GOOD.replace("\"chat\"", "\"bedrock\"")),
             ("posture", format!("{GOOD}posture = \"fast\"\n")),
             ("holdout", format!("{GOOD}holdout = \"yes\"\n")),
-            ("upstream", format!("{GOOD}upstream = \"vertex\"\n")),
+            ("upstream", format!("{GOOD}upstream = \"watsonx\"\n")),
             ("model", format!("{GOOD}model = 7\n")),
             ("rqeuests", format!("{GOOD}rqeuests = 3\n")),
             ("concurrency", GOOD.replace("concurrency = 2\n", "")),
@@ -621,7 +621,8 @@ concurrency = 2
         // The translated paths are hot in production: messages on an OpenAI upstream
         // (streaming and not) and chat on an Anthropic upstream (streaming) train.
         // So are Gemini's: Gemini CLI on other providers' models, and each other dialect on a
-        // Gemini model. Azure OpenAI's URL scheme trains once.
+        // Gemini model. Azure OpenAI's URL scheme trains once, and so do Vertex's two
+        // (the bearer token, the publisher paths, the Claude body splice).
         for (d, upstream, stream) in [
             (Dialect::Messages, Provider::OpenAi, false),
             (Dialect::Messages, Provider::OpenAi, true),
@@ -632,6 +633,8 @@ concurrency = 2
             (Dialect::Messages, Provider::Gemini, true),
             (Dialect::Responses, Provider::Gemini, true),
             (Dialect::Chat, Provider::AzureOpenAi, false),
+            (Dialect::Gemini, Provider::Vertex, true),
+            (Dialect::Messages, Provider::VertexAnthropic, true),
         ] {
             assert!(
                 training

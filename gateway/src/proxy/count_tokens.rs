@@ -29,7 +29,11 @@ pub(super) async fn answer(
     head: &RequestHead<'_>,
     query: Option<&str>,
 ) -> Response<GatewayBody> {
-    match targets.iter().find(|t| !t.translates(dialect)) {
+    // Claude on Vertex counts at another model (`count-tokens:rawPredict`): not yet asked.
+    let exact = |t: &&Target| {
+        !t.translates(dialect) && t.provider != crate::dialect::Provider::VertexAnthropic
+    };
+    match targets.iter().find(exact) {
         Some(t) => upstream(c, dialect, t, client_headers, body, head, query).await,
         None => estimate(c, dialect, body),
     }
@@ -56,8 +60,16 @@ async fn upstream(
     let Ok(uri) = uri else {
         return fail(c, dialect, ErrorKind::BadGateway, "bad upstream URL");
     };
+    let Ok(credential) = t.auth.credential(gw.timeouts.first_byte).await else {
+        let msg = format!(
+            "upstream credentials unavailable (provider {})",
+            t.provider.name()
+        );
+        return fail(c, dialect, ErrorKind::CredentialsUnavailable, msg);
+    };
     let req = upstream_request(
         t,
+        credential.as_deref(),
         uri,
         dialect,
         client_headers,
@@ -74,7 +86,8 @@ async fn upstream(
             if let Some(slot) = c.model_slot() {
                 slot.answered(t.provider);
             }
-            respond(c, dialect, resp, t, false).await
+            let secret = credential.as_ref().map(|c| c.secret());
+            respond(c, dialect, resp, secret, false).await
         }
         Ok(Err(_)) => fail(
             c,

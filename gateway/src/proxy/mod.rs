@@ -25,6 +25,7 @@ use crate::dialect::{Dialect, Provider};
 use crate::error::{ApiError, ErrorKind};
 use crate::headers;
 use crate::metrics::UpstreamErrorKind;
+use crate::providers::Credential;
 use crate::ratelimit::{Refusal, Scope};
 use crate::settle::Settlement;
 use crate::state::Target;
@@ -218,7 +219,9 @@ impl Plan<'_> {
         head: &request::RequestHead<'_>,
     ) -> Result<translate::Encoded, TranslateError> {
         if !target.translates(dialect) {
-            let body = if asks_usage(dialect, head) {
+            let body = if target.provider == Provider::VertexAnthropic {
+                head.rewrite_model_as_vertex(body)
+            } else if asks_usage(dialect, head) {
                 head.rewrite_asking_usage(body, &target.model_json)
             } else {
                 head.rewrite_model(body, &target.model_json)
@@ -240,7 +243,15 @@ impl Plan<'_> {
             reasoning: target.reasoning,
             policy: self.policy,
         };
-        translate::encode_request(target.upstream, hub, info)
+        let mut encoded = translate::encode_request(target.upstream, hub, info)?;
+        if target.provider == Provider::VertexAnthropic {
+            // Claude on Vertex takes the model in the URL and refuses it in the body.
+            if let Ok(h) = request::parse_head(&encoded.body) {
+                let spliced = h.rewrite_model_as_vertex(&encoded.body);
+                encoded.body = spliced;
+            }
+        }
+        Ok(encoded)
     }
 
     /// The decoded request, when some target translates.
@@ -253,7 +264,7 @@ impl Plan<'_> {
 
     /// The URI `target` is called at: a Gemini upstream's names the model and the method
     /// (a passthrough one the client's; a translated one streams server-sent events).
-    fn uri(&self, dialect: Dialect, target: &Target) -> http::Uri {
+    fn uri(&self, dialect: Dialect, target: &Target, stream: bool) -> http::Uri {
         if let Some(g) = &target.gemini {
             let method = match (self.gemini, self.hub()) {
                 (Some(m), _) if !target.translates(dialect) => m,
@@ -262,8 +273,17 @@ impl Plan<'_> {
             };
             return g.of(method).clone();
         }
-        // The URL of an Azure target is the operator's (its api-version), never the client's.
-        let passes = !target.translates(dialect) && target.provider != Provider::AzureOpenai;
+        // Claude on Vertex: the method says whether it streams.
+        if let Some(s) = target.stream_uri.as_ref().filter(|_| stream) {
+            return s.clone();
+        }
+        // The URL of an Azure or a Vertex target is the operator's (its api-version, its
+        // project), never the client's.
+        let passes = !target.translates(dialect)
+            && !matches!(
+                target.provider,
+                Provider::AzureOpenai | Provider::VertexAnthropic
+            );
         match self.query.filter(|_| passes) {
             Some(q) => with_query(&target.uri, q),
             None => target.uri.clone(),
@@ -289,7 +309,8 @@ async fn forward(
     let mi = c.model.expect("forward is called with a resolved model");
     let slot = gw.metrics.model(mi);
     let targets = plan.targets;
-    let mut failure = (ErrorKind::BadGateway, "no upstream target answered");
+    let mut failure: (ErrorKind, std::borrow::Cow<'static, str>) =
+        (ErrorKind::BadGateway, "no upstream target answered".into());
     // Why a target was skipped without being called (its translation failed).
     let mut untranslatable: Option<TranslateError> = None;
     let mut tried = 0usize;
@@ -307,25 +328,62 @@ async fn forward(
             slot.failovers.fetch_add(1, Relaxed);
         }
         tried += 1;
-        let uri = plan.uri(dialect, target);
-        let req = upstream_request(
-            target,
-            uri,
-            dialect,
-            client_headers,
-            extra_headers,
-            encoded.body,
-            &c.request_id,
-        );
-        let start = Instant::now();
-        c.upstream_start = Some(start);
-        let resp = match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await
-        {
+        // A refreshing credential is at hand unless none is valid: then this waits for the
+        // refresher, as long as an upstream may take to answer.
+        let mut credential = match target.auth.credential(gw.timeouts.first_byte).await {
+            Ok(cred) => cred,
+            Err(_) => {
+                failure = (
+                    ErrorKind::CredentialsUnavailable,
+                    format!(
+                        "upstream credentials unavailable for model {:?} target {i} (provider {})",
+                        &*gw.models[mi].name,
+                        target.provider.name()
+                    )
+                    .into(),
+                );
+                continue;
+            }
+        };
+        // The body again for one retry, kept only where a refused token can be replaced
+        // (cloning a body built in a Vec allocates).
+        let mut spare = target.auth.refreshes().then(|| encoded.body.clone());
+        let mut body = encoded.body;
+        let (sent, start) = loop {
+            let req = upstream_request(
+                target,
+                credential.as_deref(),
+                plan.uri(dialect, target, head.stream),
+                dialect,
+                client_headers,
+                extra_headers,
+                body,
+                &c.request_id,
+            );
+            let start = Instant::now();
+            c.upstream_start = Some(start);
+            let sent = tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await;
+            // A refused token (expired early, revoked): fetch a new one and try once more,
+            // before anything reached the client.
+            if let (Ok(Ok(resp)), Some(cred)) = (&sent, &credential) {
+                if resp.status() == StatusCode::UNAUTHORIZED && spare.is_some() {
+                    target.auth.invalidate(cred);
+                    gw.metrics.credential_retries.fetch_add(1, Relaxed);
+                    if let Ok(fresh) = target.auth.credential(gw.timeouts.first_byte).await {
+                        credential = fresh;
+                        body = spare.take().expect("checked above");
+                        continue;
+                    }
+                }
+            }
+            break (sent, start);
+        };
+        let resp = match sent {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => {
                 let kind = classify(&e);
                 slot.upstream_error(kind);
-                failure = match kind {
+                let (kind, msg) = match kind {
                     UpstreamErrorKind::Timeout => {
                         (ErrorKind::GatewayTimeout, "upstream connect timed out")
                     }
@@ -337,11 +395,15 @@ async fn forward(
                     }
                     _ => (ErrorKind::BadGateway, "upstream connection failed"),
                 };
+                failure = (kind, msg.into());
                 continue;
             }
             Err(_) => {
                 slot.upstream_error(UpstreamErrorKind::Timeout);
-                failure = (ErrorKind::GatewayTimeout, "upstream did not answer in time");
+                failure = (
+                    ErrorKind::GatewayTimeout,
+                    "upstream did not answer in time".into(),
+                );
                 continue;
             }
         };
@@ -351,7 +413,7 @@ async fn forward(
             slot.upstream_error(UpstreamErrorKind::Protocol);
             failure = (
                 ErrorKind::BadGateway,
-                "upstream sent an informational (1xx) status as its final answer",
+                "upstream sent an informational (1xx) status as its final answer".into(),
             );
             continue;
         }
@@ -369,15 +431,17 @@ async fn forward(
             slot.translated.fetch_add(1, Relaxed);
             c.dropped = hub.dropped.clone();
             c.dropped.extend(encoded.dropped);
-            return respond_translated(c, dialect, resp, target, hub).await;
+            let secret = credential.as_ref().map(|c| c.secret());
+            return respond_translated(c, dialect, resp, target, secret, hub).await;
         }
         let strip_usage = asks_usage(dialect, head);
-        return respond(c, dialect, resp, target, strip_usage).await;
+        let secret = credential.as_ref().map(|c| c.secret());
+        return respond(c, dialect, resp, secret, strip_usage).await;
     }
     if let (0, Some(e)) = (tried, untranslatable) {
         return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string());
     }
-    fail(c, dialect, failure.0, failure.1)
+    fail(c, dialect, failure.0, failure.1.into_owned())
 }
 
 /// `uri` with the client's query string (which hyper already checked is URI-safe).
@@ -387,8 +451,12 @@ fn with_query(uri: &http::Uri, query: &str) -> http::Uri {
         .unwrap_or_else(|_| uri.clone())
 }
 
+// Each argument is one thing the request is made of; a struct bundling them would only
+// rename them at both call sites.
+#[allow(clippy::too_many_arguments)]
 fn upstream_request(
     target: &Target,
+    credential: Option<&Credential>,
     uri: http::Uri,
     dialect: Dialect,
     client_headers: &HeaderMap,
@@ -406,13 +474,17 @@ fn upstream_request(
         h.remove("anthropic-version");
         h.remove("anthropic-beta");
     }
+    if target.provider == Provider::VertexAnthropic {
+        // Vertex takes the version in the body (`anthropic_version`), not as a header.
+        h.remove("anthropic-version");
+    }
     if target.provider == crate::dialect::Provider::Anthropic
         && !h.contains_key("anthropic-version")
     {
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
     }
-    if let Some((name, value)) = &target.auth {
-        h.insert(name.clone(), value.clone());
+    if let Some(c) = credential {
+        c.apply(h);
     }
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert(X_REQUEST_ID, v);
@@ -427,11 +499,12 @@ fn upstream_request(
 /// Passes the upstream response back: status, the headers clients rely on, and the body
 /// (streamed through as it arrives, or buffered when it is a plain JSON body). With
 /// `strip_usage`, a stream loses the usage-only chunk the gateway asked for.
+/// `secret`: what the request's credential sent, redacted from the answer.
 async fn respond(
     mut c: Settlement,
     dialect: Dialect,
     resp: Response<Incoming>,
-    target: &Target,
+    secret: Option<&std::sync::Arc<[u8]>>,
     strip_usage: bool,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
@@ -454,7 +527,7 @@ async fn respond(
             gw.timeouts.idle,
             gzip,
             strip_usage,
-            target.secret.as_ref(),
+            secret,
             dialect == Dialect::Gemini,
         ));
         return out;
@@ -487,7 +560,7 @@ async fn respond(
                     read(&bytes)
                 };
                 c.usage = usage.unwrap_or_default();
-            } else if let Some(secret) = &target.secret {
+            } else if let Some(secret) = secret {
                 if gzip {
                     // Compressed bytes cannot be searched: the error goes to the client
                     // decoded (and its encoding header with it), redacted.
@@ -521,6 +594,7 @@ async fn respond_translated(
     dialect: Dialect,
     resp: Response<Incoming>,
     target: &Target,
+    secret: Option<&std::sync::Arc<[u8]>>,
     hub: &hub::Request,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
@@ -618,7 +692,7 @@ async fn respond_translated(
             }
         }
     } else {
-        let plain = match &target.secret {
+        let plain = match secret {
             Some(secret) => crate::redact::redact(plain, secret),
             None => plain,
         };
@@ -870,6 +944,7 @@ const fn error_label(kind: ErrorKind) -> &'static str {
         ErrorKind::Overloaded => "overloaded",
         ErrorKind::UriTooLong => "uri_too_long",
         ErrorKind::HeadersTooLarge => "headers_too_large",
+        ErrorKind::CredentialsUnavailable => "credentials_unavailable",
     }
 }
 

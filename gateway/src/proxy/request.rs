@@ -124,6 +124,34 @@ fn span(body: &[u8], raw: &RawValue) -> std::ops::Range<usize> {
     start..start + raw.get().len()
 }
 
+/// The member that replaces `model` in a Claude-on-Vertex body (the version is
+/// `providers::google::ANTHROPIC_VERSION`; a test holds them equal).
+const VERTEX_MEMBER: &[u8] = br#""anthropic_version":"vertex-2023-10-16""#;
+
+/// Where the key of the member whose value starts at `value_start` begins: back over
+/// blanks, the colon, blanks, and the key's string (its opening quote is the first quote
+/// before its closing one; a member key holds no escaped quote when it is `model`).
+fn member_key_start(body: &[u8], value_start: usize) -> Option<usize> {
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let mut i = value_start;
+    while i > 0 && blank(&body[i - 1]) {
+        i -= 1;
+    }
+    if i == 0 || body[i - 1] != b':' {
+        return None;
+    }
+    i -= 1;
+    while i > 0 && blank(&body[i - 1]) {
+        i -= 1;
+    }
+    if i == 0 || body[i - 1] != b'"' {
+        return None;
+    }
+    let close = i - 1;
+    let open = body[..close].iter().rposition(|&b| b == b'"')?;
+    Some(open)
+}
+
 /// What a chat stream's `stream_options` becomes when the gateway asks for usage.
 const WITH_USAGE: &[u8] = br#"{"include_usage":true}"#;
 
@@ -141,6 +169,23 @@ impl RequestHead<'_> {
         out.put_slice(&body[..model_span.start]);
         out.put_slice(model_json);
         out.put_slice(&body[model_span.end..]);
+        out.freeze()
+    }
+
+    /// For Claude on Vertex: the `"model": ...` member becomes
+    /// `"anthropic_version":"vertex-2023-10-16"` (the model is in the URL), as Anthropic's
+    /// SDK writes it; every other byte unchanged.
+    pub(crate) fn rewrite_model_as_vertex(&self, body: &Bytes) -> Bytes {
+        let Some(value) = self.model_span.clone() else {
+            return body.clone();
+        };
+        let Some(key_start) = member_key_start(body, value.start) else {
+            return body.clone();
+        };
+        let mut out = BytesMut::with_capacity(body.len() + VERTEX_MEMBER.len());
+        out.put_slice(&body[..key_start]);
+        out.put_slice(VERTEX_MEMBER);
+        out.put_slice(&body[value.end..]);
         out.freeze()
     }
 
@@ -190,6 +235,37 @@ impl RequestHead<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn vertex_splice_replaces_the_model_member_only() {
+        use bytes::Bytes;
+        let want_member = format!(
+            r#""anthropic_version":"{}""#,
+            crate::providers::google::ANTHROPIC_VERSION
+        );
+        assert_eq!(super::VERTEX_MEMBER, want_member.as_bytes());
+        for (body, want) in [
+            (
+                r#"{"model":"claude","max_tokens":5,"stream":true}"#,
+                r#"{"anthropic_version":"vertex-2023-10-16","max_tokens":5,"stream":true}"#,
+            ),
+            (
+                r#"{ "max_tokens": 5 ,  "model" :	"c\"x" }"#,
+                r#"{ "max_tokens": 5 ,  "anthropic_version":"vertex-2023-10-16" }"#,
+            ),
+            (
+                r#"{"messages":[{"role":"user","content":"model"}],"model":"m"}"#,
+                r#"{"messages":[{"role":"user","content":"model"}],"anthropic_version":"vertex-2023-10-16"}"#,
+            ),
+        ] {
+            let b = Bytes::from(body);
+            let head = super::parse_head(&b).unwrap();
+            let out = head.rewrite_model_as_vertex(&b);
+            assert_eq!(std::str::from_utf8(&out).unwrap(), want, "{body}");
+            let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            assert!(v.get("model").is_none());
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -22,3 +22,4 @@ mod translate_basic;
 mod translate_failover;
 mod translate_gemini;
 mod translate_matrix;
+mod vertex;

@@ -92,16 +92,19 @@ impl Shared {
             return not_found(parts.method.as_str(), path);
         };
         let gemini = GeminiCall::parse(path).map(|call| (call, alt_sse(parts.uri.query())));
-        let mut response = self.answer(dialect, gemini, body);
+        let vertex_model = crate::dialect::vertex_anthropic_model(path);
+        let mut response = self.answer(dialect, gemini, vertex_model, body);
         dialect.add_upstream_headers(response.headers_mut(), number);
         response
     }
 
-    /// `gemini`: the call a Gemini path names, and whether the query asks for `alt=sse`.
+    /// `gemini`: the call a Gemini path names, and whether the query asks for `alt=sse`;
+    /// `vertex_model`: the model of a Claude-on-Vertex path.
     fn answer(
         &self,
         dialect: Dialect,
         gemini: Option<(GeminiCall<'_>, bool)>,
+        vertex_model: Option<&str>,
         body: Result<Bytes, hyper::Error>,
     ) -> Response<MockBody> {
         if let Some(status) = self.config.fail_status {
@@ -122,7 +125,7 @@ impl Shared {
         if let Some((call, alt_sse)) = gemini {
             return self.answer_gemini(call, alt_sse, &body);
         }
-        let request = match probe(&body) {
+        let request = match probe(&body, vertex_model) {
             Ok(request) => request,
             Err(e) => return error(dialect, StatusCode::BAD_REQUEST, &e.to_string()),
         };

@@ -31,6 +31,15 @@
 //! `/openai/v1/responses` as `/v1/responses`. Neither the `api-version` query nor the
 //! `api-key` header is checked; [`RecordedRequest`] keeps both.
 //!
+//! # Google Vertex AI
+//!
+//! Vertex's publisher paths are served as Google's and Anthropic's own:
+//! `/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:{method}` as
+//! `/v1/models/{model}:{method}`, and `.../publishers/anthropic/models/{model}:rawPredict` /
+//! `:streamRawPredict` as `/v1/messages` with the path's model. A Claude body must have no
+//! `model` and `"anthropic_version": "vertex-2023-10-16"` (else 400). The bearer token is not
+//! checked (tests/sdk/cloud_mock.py verifies tokens); [`RecordedRequest`] keeps it.
+//!
 //! # Answers on demand
 //!
 //! Deterministic triggers in the request, so a test (or a gateway config, which picks the

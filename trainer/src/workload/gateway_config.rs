@@ -8,6 +8,10 @@ use crate::shapes::{Posture, Shape};
 /// The `api_version` of an `azure-openai` target (Azure's GA data-plane version).
 pub(crate) const AZURE_API_VERSION: &str = "2024-10-21";
 
+/// The location and project of a Vertex target (the mock serves any).
+pub(crate) const VERTEX_LOCATION: &str = "us-central1";
+pub(crate) const VERTEX_PROJECT: &str = "training";
+
 /// Far above anything a training run sends: the quota accounting runs, nothing is rejected.
 pub(crate) const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
 pub(crate) const GENEROUS_TOKENS_PER_MINUTE: i64 = 1_000_000_000_000;
@@ -63,6 +67,15 @@ pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String 
     if shape.upstream == Provider::AzureOpenAi {
         // The deployments URL with its api-version, the scheme further from OpenAI's.
         target.insert("api_version".into(), AZURE_API_VERSION.into());
+    }
+    if matches!(shape.upstream, Provider::Vertex | Provider::VertexAnthropic) {
+        // Vertex's publisher paths on the mock; a bearer token from the launcher's env.
+        target.insert("location".into(), VERTEX_LOCATION.into());
+        target.insert("project".into(), VERTEX_PROJECT.into());
+        target.insert(
+            "access_token_env".into(),
+            crate::launch::VERTEX_TOKEN_ENV.into(),
+        );
     }
     let mut model = Table::new();
     model.insert("name".into(), shape.model.clone().into());
@@ -163,6 +176,32 @@ mod tests {
             "k",
         );
         assert!(!other.contains("api_version"));
+    }
+
+    #[test]
+    fn vertex_shapes_name_location_project_and_token_env() {
+        for (name, provider) in [
+            ("gemini-stream-mid-via-vertex", "vertex"),
+            (
+                "messages-stream-minimal-via-vertex-anthropic",
+                "vertex-anthropic",
+            ),
+        ] {
+            let s = shape(name);
+            assert!(!s.is_translated(), "{name}");
+            let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+            let v: Table = toml::from_str(&text).unwrap();
+            let target = &v["models"][0]["targets"][0];
+            assert_eq!(target["provider"].as_str(), Some(provider));
+            assert_eq!(target["location"].as_str(), Some(VERTEX_LOCATION));
+            assert_eq!(target["project"].as_str(), Some(VERTEX_PROJECT));
+            assert_eq!(
+                target["access_token_env"].as_str(),
+                Some(crate::launch::VERTEX_TOKEN_ENV)
+            );
+        }
+        let other = render(&shape("gemini-stream-mid"), "http://x", "127.0.0.1:2", "k");
+        assert!(!other.contains("location"));
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! `/healthz`, drive the shape with every response checked, SIGTERM, and require exit code 0
 //! within a watchdog. Any failure stops the run with an error naming the shape and the cause.
 //!
-//! This is only the gateway-specific half of training. The gateway inherits the environment
-//! untouched: the caller sets `LLVM_PROFILE_FILE` (one file per process via `%p`), or hands
+//! This is only the gateway-specific half of training. The gateway inherits the environment,
+//! with only `GATEWAY_TRAINING_VERTEX_TOKEN` added (`crate::launch`): the caller sets `LLVM_PROFILE_FILE` (one file per process via `%p`), or hands
 //! over a BOLT-instrumented binary that writes its own `.fdata` per process. Collecting,
 //! checking and merging those files is generic and lives in the chain's stages
 //! (`nix/lib/stages/pgo-profile.sh` and `nix/lib/stages/bolt-profile.sh`, under the contract of

@@ -7,6 +7,12 @@ use serde::Deserialize;
 
 use crate::dialect::{Dialect, Provider};
 
+pub(crate) mod auth;
+pub(crate) mod google;
+pub(crate) mod refresh;
+
+pub(crate) use auth::{Credential, UpstreamAuth};
+
 /// An Azure OpenAI target's credential (`[[models.targets]] auth`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub(crate) enum AzureAuth {
@@ -37,6 +43,8 @@ impl KeyHeader {
             (Provider::Openai | Provider::OpenaiCompatible, _) => KeyHeader::Bearer,
             (Provider::Anthropic, _) => KeyHeader::XApiKey,
             (Provider::Gemini, _) => KeyHeader::XGoogApiKey,
+            // An OAuth access token (Vertex takes no API key here).
+            (Provider::Vertex | Provider::VertexAnthropic, _) => KeyHeader::Bearer,
             (Provider::AzureOpenai, Some(AzureAuth::Entra)) => KeyHeader::Bearer,
             (Provider::AzureOpenai, _) => KeyHeader::ApiKey,
         }

@@ -1,0 +1,228 @@
+//! Each target's upstream credential, compiled from the config: a key from the environment,
+//! or a token a background task keeps fresh (Vertex service accounts). The tasks are built
+//! here with the gateway's own upstream client and started by the server, which stops them
+//! on shutdown.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, Request, Uri};
+use http_body_util::{BodyExt, Full, Limited};
+use tokio::sync::watch;
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::client::UpstreamClient;
+use crate::config::{self, EnvError, Problem};
+use crate::metrics::Metrics;
+use crate::providers::google::{self, ServiceAccount};
+use crate::providers::refresh::Refreshing;
+use crate::providers::{Credential, KeyHeader, UpstreamAuth};
+
+/// The largest token-endpoint answer read (Google's is a few hundred bytes).
+const MAX_TOKEN_ANSWER: usize = 64 * 1024;
+
+/// A background refresh, started by the server; it ends when the receiver says stop (or
+/// its sender is dropped).
+pub(crate) type RefreshTask =
+    Box<dyn FnOnce(watch::Receiver<bool>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// Why a target's credential could not be compiled (the environment or a file changed
+/// since validation). Never quotes a secret.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CredentialError {
+    #[error("model {model:?}: {source}")]
+    Env { model: String, source: EnvError },
+    #[error("model {model:?}: the key in {var} is not a valid HTTP header value")]
+    UpstreamKey { model: String, var: String },
+    #[error("model {model:?}: {source}")]
+    KeyFile { model: String, source: Problem },
+    #[error("model {model:?}: token_uri is not a valid URL")]
+    TokenUri { model: String },
+}
+
+/// What compiling the targets' credentials shares between them: one token source (and one
+/// refresh task) per key file, however many targets name it.
+pub(crate) struct Sources<'a> {
+    pub(crate) client: &'a UpstreamClient,
+    pub(crate) metrics: Arc<Metrics>,
+    /// The longest a token exchange may take.
+    pub(crate) fetch_timeout: Duration,
+    pub(crate) tasks: Vec<RefreshTask>,
+    by_file: HashMap<PathBuf, (Arc<Refreshing<Credential>>, Option<String>)>,
+}
+
+impl<'a> Sources<'a> {
+    pub(crate) fn new(
+        client: &'a UpstreamClient,
+        metrics: Arc<Metrics>,
+        fetch_timeout: Duration,
+    ) -> Self {
+        Sources {
+            client,
+            metrics,
+            fetch_timeout,
+            tasks: Vec::new(),
+            by_file: HashMap::new(),
+        }
+    }
+}
+
+/// A target's credential, compiled.
+pub(crate) struct Compiled {
+    pub(crate) auth: UpstreamAuth,
+    /// The service account's `project_id`, Vertex's default project.
+    pub(crate) key_project: Option<String>,
+}
+
+/// A target's credential and, for a refreshing one, the task that keeps it fresh (shared
+/// with the targets before it that named the same key file).
+pub(crate) fn compile(
+    model: &str,
+    index: usize,
+    t: &config::Target,
+    sources: &mut Sources<'_>,
+) -> Result<Compiled, CredentialError> {
+    let model_err = |source| CredentialError::Env {
+        model: model.to_owned(),
+        source,
+    };
+    let from_env = |var: &String, header: KeyHeader| {
+        let key = config::env_secret(var).map_err(model_err)?;
+        let cred = Credential::new(header, &key).map_err(|_| CredentialError::UpstreamKey {
+            model: model.to_owned(),
+            var: var.clone(),
+        })?;
+        Ok(Compiled {
+            auth: UpstreamAuth::Static(Arc::new(cred)),
+            key_project: None,
+        })
+    };
+    if let Some(var) = t.api_key_env.as_ref().or(t.access_token_env.as_ref()) {
+        return from_env(var, t.key_header());
+    }
+    let Some(path) = t.credentials_path().map_err(model_err)? else {
+        return Ok(Compiled {
+            auth: UpstreamAuth::None,
+            key_project: None,
+        });
+    };
+    if let Some((r, project)) = sources.by_file.get(&path) {
+        return Ok(Compiled {
+            auth: UpstreamAuth::Bearer(r.clone()),
+            key_project: project.clone(),
+        });
+    }
+    let sa = config::read_service_account(&path).map_err(|source| CredentialError::KeyFile {
+        model: model.to_owned(),
+        source,
+    })?;
+    let token_uri: Uri = sa
+        .token_uri
+        .parse()
+        .ok()
+        .filter(|u: &Uri| u.host().is_some())
+        .ok_or_else(|| CredentialError::TokenUri {
+            model: model.to_owned(),
+        })?;
+    let refreshing = Arc::new(Refreshing::default());
+    let key_project = sa.project_id.clone();
+    sources
+        .by_file
+        .insert(path.clone(), (refreshing.clone(), key_project.clone()));
+    let (r, client, sa) = (refreshing.clone(), sources.client.clone(), Arc::new(sa));
+    let fetch_timeout = sources.fetch_timeout;
+    let (ok, failed) = (sources.metrics.clone(), sources.metrics.clone());
+    // Names the file and its first user; never the key's content.
+    let label = format!(
+        "{} (model {model:?} target {index}, {})",
+        path.display(),
+        t.provider.name()
+    );
+    sources.tasks.push(Box::new(move |stop| {
+        Box::pin(r.run(
+            move || {
+                let (client, sa, uri, ok) =
+                    (client.clone(), sa.clone(), token_uri.clone(), ok.clone());
+                async move {
+                    let r = fetch_token(client, sa, uri, fetch_timeout).await;
+                    if r.is_ok() {
+                        ok.credential_refreshes_ok.fetch_add(1, Relaxed);
+                    }
+                    r
+                }
+            },
+            move |e: &FetchError| {
+                failed.credential_refreshes_failed.fetch_add(1, Relaxed);
+                eprintln!("gateway: {label}: access token refresh failed: {e}");
+            },
+            stop,
+        ))
+    }));
+    Ok(Compiled {
+        auth: UpstreamAuth::Bearer(refreshing),
+        key_project,
+    })
+}
+
+/// Why one token fetch failed. Quotes only the endpoint's error fields, never the
+/// assertion or a token.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FetchError {
+    #[error("token endpoint unreachable: {0}")]
+    Connect(String),
+    #[error("token endpoint did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error(transparent)]
+    Token(#[from] google::TokenError),
+    #[error("the access token is not a valid HTTP header value")]
+    BadToken,
+}
+
+/// Exchanges a fresh assertion for an access token at `token_uri`.
+async fn fetch_token(
+    client: UpstreamClient,
+    sa: Arc<ServiceAccount>,
+    token_uri: Uri,
+    timeout: Duration,
+) -> Result<(Credential, Duration), FetchError> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut req = Request::new(Full::new(Bytes::from(sa.token_request_body(now))));
+    *req.method_mut() = Method::POST;
+    let host = crate::headers::host(&token_uri);
+    *req.uri_mut() = token_uri;
+    let h = req.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    if let Some(host) = host {
+        h.insert(header::HOST, host);
+    }
+    let exchange = async {
+        let resp = client
+            .request(req)
+            .await
+            .map_err(|e| FetchError::Connect(e.to_string()))?;
+        let status = resp.status().as_u16();
+        let body = Limited::new(resp.into_body(), MAX_TOKEN_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| FetchError::Connect(e.to_string()))?
+            .to_bytes();
+        let (token, lifetime) = google::read_token_answer(status, &body)?;
+        let cred = Credential::new(KeyHeader::Bearer, &token).map_err(|_| FetchError::BadToken)?;
+        Ok((cred, lifetime))
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Timeout(timeout)),
+    }
+}

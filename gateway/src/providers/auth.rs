@@ -1,0 +1,127 @@
+//! How a target authenticates to its upstream: nothing, a key fixed at start-up, or a
+//! token that rotates (`super::refresh`). The proxy asks for the credential of each attempt
+//! and sends what it gets; the same credential says what to redact from the answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::refresh::Refreshing;
+use super::{upstream_auth, InvalidUpstreamKey, KeyHeader};
+
+/// What one attempt sends upstream: a header, and the secret in it, which is redacted from
+/// whatever the upstream sends back (an error that echoes the request).
+pub(crate) struct Credential {
+    name: HeaderName,
+    value: HeaderValue,
+    secret: Arc<[u8]>,
+}
+
+impl Credential {
+    /// `key` in `header`'s form (`Bearer KEY`, `x-api-key: KEY`...), marked sensitive.
+    pub(crate) fn new(header: KeyHeader, key: &str) -> Result<Credential, InvalidUpstreamKey> {
+        let (name, value) = upstream_auth(header, key)?;
+        Ok(Credential {
+            name,
+            value,
+            secret: Arc::from(key.as_bytes()),
+        })
+    }
+
+    /// Sets the header on an upstream request.
+    pub(crate) fn apply(&self, h: &mut HeaderMap) {
+        h.insert(self.name.clone(), self.value.clone());
+    }
+
+    /// The secret to redact from the upstream's answer.
+    pub(crate) fn secret(&self) -> &Arc<[u8]> {
+        &self.secret
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Credential({}: [redacted])", self.name)
+    }
+}
+
+/// A target's credential source (replaces a fixed header and secret per target).
+#[derive(Debug)]
+pub(crate) enum UpstreamAuth {
+    /// No credential is sent (a local server).
+    None,
+    /// A key read once at start-up: OpenAI, Anthropic, Gemini keys, Azure's `api-key`, a
+    /// Vertex access token minted elsewhere.
+    Static(Arc<Credential>),
+    /// An access token kept fresh in the background (a Vertex service account).
+    Bearer(Arc<Refreshing<Credential>>),
+}
+
+/// No valid credential came within the wait (the token endpoint is down or slow).
+#[derive(Debug)]
+pub(crate) struct Unavailable;
+
+impl UpstreamAuth {
+    /// The credential for the next attempt, if the target sends one. A valid one is at
+    /// hand at once; with none, this waits up to `wait` for the refresher.
+    pub(crate) async fn credential(
+        &self,
+        wait: Duration,
+    ) -> Result<Option<Arc<Credential>>, Unavailable> {
+        match self {
+            UpstreamAuth::None => Ok(None),
+            UpstreamAuth::Static(c) => Ok(Some(c.clone())),
+            UpstreamAuth::Bearer(r) => match r.current() {
+                Some(c) => Ok(Some(c)),
+                None => r.wait(wait).await.map(Some).ok_or(Unavailable),
+            },
+        }
+    }
+
+    /// Whether a refused credential can be replaced (a static key is what it is).
+    pub(crate) fn refreshes(&self) -> bool {
+        matches!(self, UpstreamAuth::Bearer(_))
+    }
+
+    /// The upstream refused `sent` as expired or revoked: a refreshing credential drops it
+    /// and fetches a new one now.
+    pub(crate) fn invalidate(&self, sent: &Arc<Credential>) {
+        if let UpstreamAuth::Bearer(r) = self {
+            r.invalidate(sent);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_credential_is_applied_and_never_printed() {
+        let c = Credential::new(KeyHeader::Bearer, "sk-secret-1").unwrap();
+        let auth = UpstreamAuth::Static(Arc::new(c));
+        let mut h = HeaderMap::new();
+        let c = now(auth.credential(Duration::ZERO)).unwrap().unwrap();
+        c.apply(&mut h);
+        assert_eq!(h["authorization"], "Bearer sk-secret-1");
+        assert!(h["authorization"].is_sensitive());
+        assert_eq!(&**c.secret(), b"sk-secret-1");
+        let shown = format!("{auth:?}");
+        assert!(!shown.contains("sk-secret"), "{shown}");
+        assert!(now(UpstreamAuth::None.credential(Duration::ZERO))
+            .unwrap()
+            .is_none());
+        assert!(!auth.refreshes());
+    }
+
+    /// A future that is ready at once (no runtime needed), polled once.
+    fn now<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let waker = std::task::Waker::noop();
+        match f.as_mut().poll(&mut std::task::Context::from_waker(waker)) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("not ready at once"),
+        }
+    }
+}
