@@ -69,6 +69,9 @@ pub(crate) enum Problem {
     /// Never quotes the key itself.
     #[error("the key in environment variable {0} is not a valid HTTP header value")]
     UpstreamKey(String),
+    /// AWS keys that cannot be read: names the variable, file and profile, never a value.
+    #[error(transparent)]
+    AwsKeys(#[from] crate::providers::aws_creds::AwsCredsError),
     /// A service-account key file that does not serve: names the field, never its value.
     #[error("{}: {source}", path.display())]
     KeyFile {
@@ -183,6 +186,15 @@ pub(crate) struct Target {
     /// ... or the environment variable holding an access token minted elsewhere (sent as
     /// it is, never refreshed).
     pub(crate) access_token_env: Option<String>,
+    /// Bedrock (required there): the AWS region signed for, and the default host's
+    /// (`bedrock-runtime.REGION.amazonaws.com`).
+    pub(crate) region: Option<String>,
+    /// Bedrock: where the AWS keys come from (`default`: the environment, else the shared
+    /// credentials file). Ignored with `api_key_env` (a Bedrock API key, sent as a bearer).
+    pub(crate) aws_credentials: Option<crate::providers::aws_creds::AwsSource>,
+    /// Bedrock: the section of the shared credentials file (default: `AWS_PROFILE`, else
+    /// `default`).
+    pub(crate) aws_profile: Option<String>,
 }
 
 /// The Vertex-only keys, for the errors that name them on other providers.
@@ -204,10 +216,16 @@ impl Target {
         KeyHeader::of(self.provider, self.auth)
     }
 
-    /// The base URL: the configured one, else (Vertex) the location's host.
+    /// The base URL: the configured one, else (Vertex) the location's host, (Bedrock) the
+    /// region's.
     pub(crate) fn base_url(&self) -> std::borrow::Cow<'_, str> {
         match (&self.base_url, &self.location) {
             (Some(u), _) => u.as_str().into(),
+            (None, _) if self.provider == Provider::Bedrock => format!(
+                "https://bedrock-runtime.{}.amazonaws.com",
+                self.region.as_deref().unwrap_or_default()
+            )
+            .into(),
             (None, Some(l)) if self.provider.is_vertex() => {
                 crate::providers::google::default_base_url(l).into()
             }
@@ -309,6 +327,74 @@ impl Target {
     }
 
     /// The Azure-only keys: required or refused by provider, their values URL-safe.
+    /// The AWS keys of a Bedrock target signing with SigV4 (none with a Bedrock API key).
+    pub(crate) fn aws_keys(
+        &self,
+    ) -> Result<Option<crate::providers::sigv4::AwsKeys>, crate::providers::aws_creds::AwsCredsError>
+    {
+        if self.provider != Provider::Bedrock || self.api_key_env.is_some() {
+            return Ok(None);
+        }
+        crate::providers::aws_creds::load(
+            self.aws_credentials.unwrap_or_default(),
+            self.aws_profile.as_deref(),
+            &|k| std::env::var(k).ok(),
+        )
+        .map(Some)
+    }
+
+    /// The Bedrock keys: required or refused by provider; the region a name; the keys
+    /// readable now (start-up fails naming the source, never a value).
+    fn check_bedrock(&self, at: &str) -> Result<(), Invalid> {
+        if self.provider != Provider::Bedrock {
+            let set = [
+                ("region", self.region.is_some()),
+                ("aws_credentials", self.aws_credentials.is_some()),
+                ("aws_profile", self.aws_profile.is_some()),
+            ];
+            return match set.iter().find(|(_, s)| *s) {
+                Some((k, _)) => Err(invalid(
+                    format!("{at}.{k}"),
+                    "applies only to provider \"bedrock\"",
+                )),
+                None => Ok(()),
+            };
+        }
+        let Some(region) = &self.region else {
+            return Err(invalid(
+                format!("{at}.region"),
+                "is required for Bedrock: an AWS region such as \"us-east-1\"",
+            ));
+        };
+        if region.is_empty()
+            || !region
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            return Err(invalid(
+                format!("{at}.region"),
+                "may hold only lowercase letters, digits and '-'",
+            ));
+        }
+        if self.model.len() > 2048 {
+            return Err(invalid(
+                format!("{at}.model"),
+                "is longer than a Bedrock model id or ARN may be (2048)",
+            ));
+        }
+        if self.api_key_env.is_some()
+            && (self.aws_credentials.is_some() || self.aws_profile.is_some())
+        {
+            return Err(invalid(
+                at,
+                "a Bedrock target takes either api_key_env (a Bedrock API key) or AWS keys (aws_credentials, aws_profile), not both",
+            ));
+        }
+        self.aws_keys()
+            .map_err(|e| invalid(format!("{at}.aws_credentials"), e))?;
+        Ok(())
+    }
+
     fn check_azure(&self, at: &str) -> Result<(), Invalid> {
         if self.provider != Provider::AzureOpenai {
             let set = [
@@ -702,10 +788,14 @@ impl Config {
             }
             for (j, t) in m.targets.iter().enumerate() {
                 let at = format!("{at}.targets[{j}]");
-                if t.base_url.is_none() && !t.provider.is_vertex() {
+                if t.base_url.is_none()
+                    && !t.provider.is_vertex()
+                    && t.provider != Provider::Bedrock
+                {
                     return Err(invalid(format!("{at}.base_url"), "is required"));
                 }
                 t.check_vertex(&at)?;
+                t.check_bedrock(&at)?;
                 if let Err(e) = crate::upstream_url::UpstreamUrl::parse(&t.base_url()) {
                     return Err(invalid(format!("{at}.base_url"), e));
                 }

@@ -106,6 +106,17 @@ pub(crate) fn compile(
     if let Some(var) = t.api_key_env.as_ref().or(t.access_token_env.as_ref()) {
         return from_env(var, t.key_header());
     }
+    // Bedrock without an API key: static AWS keys, read once (they do not expire).
+    if let Some(keys) = t.aws_keys().map_err(|e| CredentialError::KeyFile {
+        model: model.to_owned(),
+        source: Problem::from(e),
+    })? {
+        let region = t.region.as_deref().unwrap_or_default();
+        return Ok(Compiled {
+            auth: UpstreamAuth::Static(Arc::new(Credential::sigv4(&keys, region))),
+            key_project: None,
+        });
+    }
     let Some(path) = t.credentials_path().map_err(model_err)? else {
         return Ok(Compiled {
             auth: UpstreamAuth::None,

@@ -31,10 +31,14 @@ pub(crate) enum Provider {
     /// `:streamRawPredict`, the model in the URL, `anthropic_version` in the body.
     #[serde(rename = "vertex-anthropic")]
     VertexAnthropic,
+    /// AWS Bedrock's Converse API (`/model/{id}/converse`, `/converse-stream`), SigV4 or a
+    /// Bedrock API key: every client dialect is translated ([`Dialect::Converse`]).
+    #[serde(rename = "bedrock")]
+    Bedrock,
 }
 
 impl Provider {
-    pub(crate) const ALL: [Provider; 7] = [
+    pub(crate) const ALL: [Provider; 8] = [
         Provider::Openai,
         Provider::Anthropic,
         Provider::OpenaiCompatible,
@@ -42,6 +46,7 @@ impl Provider {
         Provider::AzureOpenai,
         Provider::Vertex,
         Provider::VertexAnthropic,
+        Provider::Bedrock,
     ];
 
     /// The name configs and logs use.
@@ -54,6 +59,7 @@ impl Provider {
             Provider::AzureOpenai => "azure-openai",
             Provider::Vertex => "vertex",
             Provider::VertexAnthropic => "vertex-anthropic",
+            Provider::Bedrock => "bedrock",
         }
     }
 
@@ -81,6 +87,9 @@ pub(crate) enum Dialect {
     /// Google's `POST /v1beta/models/{model}:generateContent` (and `:streamGenerateContent`,
     /// `:countTokens`; `/v1` too): the model is in the path, not the body.
     Gemini,
+    /// AWS Bedrock's Converse: upstream only (no route, not in [`Dialect::ALL`]); every
+    /// client dialect is translated to it for [`Provider::Bedrock`].
+    Converse,
 }
 
 /// The error envelope a dialect's clients read.
@@ -110,6 +119,8 @@ impl Dialect {
             Dialect::Messages => "/v1/messages",
             Dialect::Responses => "/v1/responses",
             Dialect::Gemini => "/v1beta/models",
+            // Never joined: a Bedrock target's URIs name the model (`crate::state`).
+            Dialect::Converse => "/model",
         }
     }
 
@@ -143,6 +154,7 @@ impl Dialect {
             Provider::Anthropic | Provider::VertexAnthropic => Dialect::Messages,
             Provider::Openai | Provider::OpenaiCompatible | Provider::AzureOpenai => Dialect::Chat,
             Provider::Gemini | Provider::Vertex => Dialect::Gemini,
+            Provider::Bedrock => Dialect::Converse,
         }
     }
 
@@ -151,7 +163,8 @@ impl Dialect {
         match self {
             Dialect::Messages => Envelope::Anthropic,
             Dialect::Gemini => Envelope::Google,
-            Dialect::Chat | Dialect::Responses => Envelope::Openai,
+            // Never a client's: Bedrock's own errors are `{"message"}` (no type).
+            Dialect::Chat | Dialect::Responses | Dialect::Converse => Envelope::Openai,
         }
     }
 }
@@ -242,6 +255,10 @@ mod tests {
             (Chat, Provider::VertexAnthropic, Messages),
             (Responses, Provider::VertexAnthropic, Messages),
             (Gemini, Provider::VertexAnthropic, Messages),
+            (Chat, Provider::Bedrock, Converse),
+            (Messages, Provider::Bedrock, Converse),
+            (Responses, Provider::Bedrock, Converse),
+            (Gemini, Provider::Bedrock, Converse),
         ];
         for (client, provider, upstream) in cases {
             assert_eq!(

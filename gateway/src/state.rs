@@ -205,13 +205,26 @@ impl State {
                     _ => None,
                 }
                 .map(|models| Arc::new(GeminiUris::new(&base, &models)));
-                let raw_predict = (t.provider == Provider::VertexAnthropic).then(|| {
-                    let models = vertex_path("anthropic");
-                    (
-                        base.join(&format!("{models}:rawPredict")),
-                        base.join(&format!("{models}:streamRawPredict")),
-                    )
-                });
+                // Two URIs, one for answers and one for streams: Claude on Vertex
+                // (`:rawPredict`, `:streamRawPredict`) and Bedrock (`converse`,
+                // `converse-stream`).
+                let raw_predict = match t.provider {
+                    Provider::VertexAnthropic => {
+                        let models = vertex_path("anthropic");
+                        Some((
+                            base.join(&format!("{models}:rawPredict")),
+                            base.join(&format!("{models}:streamRawPredict")),
+                        ))
+                    }
+                    Provider::Bedrock => {
+                        let path = crate::providers::bedrock_path;
+                        Some((
+                            base.join(&path(&t.model, false)),
+                            base.join(&path(&t.model, true)),
+                        ))
+                    }
+                    _ => None,
+                };
                 for d in Dialect::ALL {
                     let upstream = d.upstream_for(t.provider);
                     let uri = match (&gemini, &raw_predict) {

@@ -699,7 +699,7 @@ fn project(dialect: Dialect, r: &Request, t: &TargetInfo<'_>) -> Projection {
                 system.retain(|s| !s.starts_with(BILLING_LINE));
             }
         }
-        Dialect::Responses => unreachable!("no upstream speaks Responses"),
+        Dialect::Responses | Dialect::Converse => unreachable!("not fuzzed here"),
     }
     // Consecutive turns of one role are one turn.
     let mut merged: Vec<(Role, Vec<Item>)> = Vec::new();

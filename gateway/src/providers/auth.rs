@@ -13,9 +13,18 @@ use super::{upstream_auth, InvalidUpstreamKey, KeyHeader};
 /// What one attempt sends upstream: a header, and the secret in it, which is redacted from
 /// whatever the upstream sends back (an error that echoes the request).
 pub(crate) struct Credential {
-    name: HeaderName,
-    value: HeaderValue,
+    how: How,
     secret: Arc<[u8]>,
+}
+
+enum How {
+    /// The same header on every request.
+    Header {
+        name: HeaderName,
+        value: HeaderValue,
+    },
+    /// A signature over each request (AWS SigV4, Bedrock).
+    SigV4(super::sigv4::Signer),
 }
 
 impl Credential {
@@ -23,15 +32,46 @@ impl Credential {
     pub(crate) fn new(header: KeyHeader, key: &str) -> Result<Credential, InvalidUpstreamKey> {
         let (name, value) = upstream_auth(header, key)?;
         Ok(Credential {
-            name,
-            value,
+            how: How::Header { name, value },
             secret: Arc::from(key.as_bytes()),
         })
     }
 
-    /// Sets the header on an upstream request.
-    pub(crate) fn apply(&self, h: &mut HeaderMap) {
-        h.insert(self.name.clone(), self.value.clone());
+    /// AWS keys that sign each request for `region` (Bedrock). The secret key is what is
+    /// redacted from answers (the signature is not one: it is good for one request).
+    pub(crate) fn sigv4(keys: &super::sigv4::AwsKeys, region: &str) -> Credential {
+        Credential {
+            how: How::SigV4(super::sigv4::Signer::new(keys, region)),
+            secret: Arc::from(keys.secret_access_key.as_bytes()),
+        }
+    }
+
+    /// Sets the credential on an upstream request to `uri` (as sent, on `host`) with
+    /// `body`: a fixed header, or a signature over all three (set last, once every signed
+    /// header is final).
+    pub(crate) fn apply(
+        &self,
+        h: &mut HeaderMap,
+        uri: &http::Uri,
+        host: Option<&HeaderValue>,
+        body: &[u8],
+    ) -> Result<(), super::sigv4::SignError> {
+        match &self.how {
+            How::Header { name, value } => {
+                h.insert(name.clone(), value.clone());
+                Ok(())
+            }
+            How::SigV4(s) => {
+                let host = host.and_then(|v| v.to_str().ok()).unwrap_or_default();
+                s.sign(
+                    &uri.to_string(),
+                    host,
+                    body,
+                    std::time::SystemTime::now(),
+                    h,
+                )
+            }
+        }
     }
 
     /// The secret to redact from the upstream's answer.
@@ -42,7 +82,10 @@ impl Credential {
 
 impl std::fmt::Debug for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Credential({}: [redacted])", self.name)
+        match &self.how {
+            How::Header { name, .. } => write!(f, "Credential({name}: [redacted])"),
+            How::SigV4(s) => write!(f, "Credential({s:?})"),
+        }
     }
 }
 
@@ -103,7 +146,8 @@ mod tests {
         let auth = UpstreamAuth::Static(Arc::new(c));
         let mut h = HeaderMap::new();
         let c = now(auth.credential(Duration::ZERO)).unwrap().unwrap();
-        c.apply(&mut h);
+        c.apply(&mut h, &http::Uri::from_static("http://x/"), None, b"")
+            .unwrap();
         assert_eq!(h["authorization"], "Bearer sk-secret-1");
         assert!(h["authorization"].is_sensitive());
         assert_eq!(&**c.secret(), b"sk-secret-1");

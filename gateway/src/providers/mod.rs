@@ -8,8 +8,10 @@ use serde::Deserialize;
 use crate::dialect::{Dialect, Provider};
 
 pub(crate) mod auth;
+pub(crate) mod aws_creds;
 pub(crate) mod google;
 pub(crate) mod refresh;
+pub(crate) mod sigv4;
 
 pub(crate) use auth::{Credential, UpstreamAuth};
 
@@ -46,6 +48,8 @@ impl KeyHeader {
             // An OAuth access token (Vertex takes no API key here).
             (Provider::Vertex | Provider::VertexAnthropic, _) => KeyHeader::Bearer,
             (Provider::AzureOpenai, Some(AzureAuth::Entra)) => KeyHeader::Bearer,
+            // A Bedrock API key (the other keys sign: `Credential::sigv4`).
+            (Provider::Bedrock, _) => KeyHeader::Bearer,
             (Provider::AzureOpenai, _) => KeyHeader::ApiKey,
         }
     }
@@ -93,6 +97,28 @@ pub(crate) fn upstream_path(
         (v, Dialect::Responses) => format!("/openai/responses?api-version={v}"),
         (v, _) => format!("/openai/deployments/{deployment}/chat/completions?api-version={v}"),
     }
+}
+
+/// The path of a Bedrock model's Converse call, `stream` or not: `/model/{id}/converse`
+/// with the id percent-encoded as botocore does (all but `A-Za-z0-9-._~`), so an id's `:`
+/// and an ARN's `/` stay inside one segment. The signer encodes the path once more, as
+/// AWS expects (plan 1.1).
+pub(crate) fn bedrock_path(model: &str, stream: bool) -> String {
+    let mut p = String::with_capacity(model.len() + 24);
+    p.push_str("/model/");
+    for b in model.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            p.push(b as char);
+        } else {
+            p.push_str(&format!("%{b:02X}"));
+        }
+    }
+    p.push_str(if stream {
+        "/converse-stream"
+    } else {
+        "/converse"
+    });
+    p
 }
 
 /// A deployment name or an API version, which go into URLs as they are: letters, digits,
@@ -145,6 +171,18 @@ mod tests {
         let (_, v) = upstream_auth(KeyHeader::ApiKey, "k").unwrap();
         assert!(v.is_sensitive());
         assert!(upstream_auth(KeyHeader::ApiKey, "a\nb").is_err());
+    }
+
+    #[test]
+    fn bedrock_paths() {
+        assert_eq!(
+            bedrock_path("anthropic.claude-3-5-sonnet-20240620-v1:0", false),
+            "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse"
+        );
+        assert_eq!(
+            bedrock_path("arn:aws:bedrock:us-east-1:1:inference-profile/us.x", true),
+            "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.x/converse-stream"
+        );
     }
 
     #[test]

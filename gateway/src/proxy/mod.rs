@@ -464,7 +464,8 @@ fn upstream_request(
     body: Bytes,
     request_id: &str,
 ) -> Request<Full<Bytes>> {
-    let mut req = Request::new(Full::new(body));
+    // The body goes in last: a signature (Bedrock) is computed over it first.
+    let mut req = Request::new(Full::new(Bytes::new()));
     *req.method_mut() = Method::POST;
     *req.uri_mut() = uri;
     let h = req.headers_mut();
@@ -483,9 +484,6 @@ fn upstream_request(
     {
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
     }
-    if let Some(c) = credential {
-        c.apply(h);
-    }
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert(X_REQUEST_ID, v);
     }
@@ -493,6 +491,17 @@ fn upstream_request(
     if let Some(host) = &target.host {
         h.insert(header::HOST, host.clone());
     }
+    // After the host: a signature (Bedrock) covers it, the URI and the body.
+    if let Some(c) = credential {
+        let (mut parts, _) = req.into_parts();
+        if let Err(e) = c.apply(&mut parts.headers, &parts.uri, target.host.as_ref(), &body) {
+            // Cannot happen for the URIs built at start-up; unsigned, the upstream refuses
+            // the request (403) and the client hears of it in its own envelope.
+            eprintln!("gateway: {e}");
+        }
+        return Request::from_parts(parts, Full::new(body));
+    }
+    *req.body_mut() = Full::new(body);
     req
 }
 

@@ -20,8 +20,10 @@ fn read(body: &[u8]) -> (Option<String>, String) {
         );
     };
     let err = v.get("error").unwrap_or(&v);
+    // AWS services spell it `Message` in some errors (Bedrock's own use `message`).
     let message = err
         .get("message")
+        .or_else(|| err.get("Message"))
         .and_then(Value::as_str)
         .or_else(|| err.as_str())
         .unwrap_or("upstream error")

@@ -15,6 +15,7 @@
 //! field.
 
 pub(crate) mod chat;
+pub(crate) mod converse;
 pub(crate) mod errors;
 pub(crate) mod gemini;
 pub(crate) mod hub;
@@ -78,6 +79,10 @@ pub(crate) const fn label(client: Dialect, upstream: Dialect) -> &'static str {
         (Dialect::Chat, Dialect::Gemini) => "chat->gemini",
         (Dialect::Messages, Dialect::Gemini) => "messages->gemini",
         (Dialect::Responses, Dialect::Gemini) => "responses->gemini",
+        (Dialect::Chat, Dialect::Converse) => "chat->converse",
+        (Dialect::Messages, Dialect::Converse) => "messages->converse",
+        (Dialect::Responses, Dialect::Converse) => "responses->converse",
+        (Dialect::Gemini, Dialect::Converse) => "gemini->converse",
         _ => "none",
     }
 }
@@ -117,6 +122,7 @@ pub(crate) fn decode_request_text(
         Dialect::Messages => messages::decode_request(&v, &mut verdicts)?,
         Dialect::Responses => responses::decode_request(&v, &mut verdicts)?,
         Dialect::Gemini => gemini::decode_request(&v, &mut verdicts)?,
+        Dialect::Converse => return Err(not_a_client()),
     };
     // Strict: the reasoning fields the first target cannot take belong in the same one 400
     // (encoding drops them per target otherwise).
@@ -125,6 +131,14 @@ pub(crate) fn decode_request_text(
     }
     r.dropped = verdicts.finish(api_name(upstream))?;
     Ok(r)
+}
+
+/// Converse has no route: no client request is in it (kept an error, never a panic).
+fn not_a_client() -> TranslateError {
+    TranslateError::Invalid {
+        field: "body".into(),
+        why: "no client speaks AWS Converse".into(),
+    }
 }
 
 /// The 400 for a body that is not JSON, with serde_json's reason.
@@ -202,6 +216,11 @@ pub(crate) fn encode_request(
             no_cache(req, &mut verdicts);
             gemini::encode_request(req, target)?
         }
+        Dialect::Converse => {
+            no_cache(req, &mut verdicts);
+            converse_verdicts(req, target, &mut verdicts);
+            converse::encode_request(req, target)?
+        }
         Dialect::Responses => unreachable!("no provider is translated to Responses"),
     };
     let dropped = verdicts.finish(api_name(upstream))?;
@@ -222,6 +241,7 @@ pub(crate) fn translate_response(
         Dialect::Chat => chat::decode_response(body)?,
         Dialect::Messages => messages::decode_response(body)?,
         Dialect::Gemini => gemini::decode_response(body)?,
+        Dialect::Converse => converse::decode_response(body)?,
         Dialect::Responses => {
             return Err(UpstreamShapeError(
                 "Responses upstreams are not translated".into(),
@@ -240,6 +260,9 @@ pub(crate) fn translate_response(
         Dialect::Messages => messages::encode_response(&resp),
         Dialect::Responses => chat::to_bytes(&responses::encode_response(&resp, view)),
         Dialect::Gemini => gemini::encode_response(&resp)?,
+        Dialect::Converse => {
+            return Err(UpstreamShapeError("no client speaks AWS Converse".into()))
+        }
     };
     Ok((Bytes::from(out), resp.usage))
 }
@@ -251,6 +274,33 @@ const fn api_name(d: Dialect) -> &'static str {
         Dialect::Messages => "Anthropic messages",
         Dialect::Responses => "OpenAI responses",
         Dialect::Gemini => "Google Gemini",
+        Dialect::Converse => "AWS Bedrock Converse",
+    }
+}
+
+/// What Converse has no place for: one tool call per turn, JSON output, reasoning control
+/// (not mapped yet), and `top_k` outside Anthropic's models.
+fn converse_verdicts(req: &hub::Request, target: TargetInfo<'_>, verdicts: &mut policy::Verdicts) {
+    if req.parallel_tool_calls == Some(false) {
+        verdicts.refuse(
+            "parallel_tool_calls",
+            "AWS Bedrock's Converse cannot limit a turn to one tool call",
+        );
+    }
+    if req.response_format.is_some() {
+        verdicts.refuse(
+            "generationConfig.responseMimeType",
+            "AWS Bedrock's Converse takes no JSON output mode",
+        );
+    }
+    if target.reasoning {
+        no_reasoning(req, false, verdicts);
+    }
+    if req.top_k.is_some() && !converse::is_anthropic(target.model) {
+        verdicts.client_side(
+            "generationConfig.topK",
+            "only Anthropic's models on Bedrock take top-k sampling",
+        );
     }
 }
 

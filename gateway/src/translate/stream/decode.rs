@@ -23,7 +23,9 @@ impl Decoder {
             Dialect::Messages => Decoder::Messages(MessagesDecoder::default()),
             Dialect::Gemini => Decoder::Gemini(GeminiDecoder::default()),
             // No provider streams Responses to a translated client.
-            Dialect::Chat | Dialect::Responses => Decoder::Chat(ChatDecoder::default()),
+            Dialect::Chat | Dialect::Responses | Dialect::Converse => {
+                Decoder::Chat(ChatDecoder::default())
+            }
         }
     }
 

@@ -78,7 +78,8 @@ impl Translator {
             parser: SseParser::new(),
             decoder: Decoder::new(upstream),
             encoder: match client {
-                Dialect::Chat => Encoder::Chat(ChatEncoder::new(include_usage)),
+                // No client speaks Converse; chat's encoder stands in, never used.
+                Dialect::Chat | Dialect::Converse => Encoder::Chat(ChatEncoder::new(include_usage)),
                 Dialect::Messages => Encoder::Messages(MessagesEncoder::default()),
                 Dialect::Gemini => Encoder::Gemini(GeminiEncoder::new(view.json_array_stream)),
                 Dialect::Responses => Encoder::Responses(ResponsesEncoder::new(view)),
