@@ -609,7 +609,10 @@ async fn respond_translated(
     let gw = c.state().clone();
     let (mut parts, upstream_body) = resp.into_parts();
     let gzip = encoding::is_gzip(&parts.headers);
-    let sse = is_sse(&parts.headers);
+    // Bedrock streams AWS's binary event stream, framed by the translator.
+    let sse = is_sse(&parts.headers)
+        || (target.upstream == Dialect::Converse
+            && has_type(&parts.headers, b"application/vnd.amazon.eventstream"));
     let mut out = Response::new(full(Bytes::new()));
     *out.status_mut() = parts.status;
     // The body is re-encoded: its type and encoding are the gateway's, not the upstream's.
@@ -744,12 +747,16 @@ fn blocking<T>(work: impl FnOnce() -> T) -> T {
 
 /// `text/event-stream`, in any case (media types are case-insensitive), parameters allowed.
 fn is_sse(headers: &HeaderMap) -> bool {
-    const SSE: &[u8] = b"text/event-stream";
+    has_type(headers, b"text/event-stream")
+}
+
+/// Whether the content type is `ty` (in any case, parameters allowed).
+fn has_type(headers: &HeaderMap, ty: &[u8]) -> bool {
     headers.get(header::CONTENT_TYPE).is_some_and(|v| {
         let v = v.as_bytes().trim_ascii_start();
-        v.len() >= SSE.len()
-            && v[..SSE.len()].eq_ignore_ascii_case(SSE)
-            && v[SSE.len()..]
+        v.len() >= ty.len()
+            && v[..ty.len()].eq_ignore_ascii_case(ty)
+            && v[ty.len()..]
                 .first()
                 .is_none_or(|&b| b == b';' || b == b' ' || b == b'\t')
     })

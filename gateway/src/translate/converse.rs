@@ -177,19 +177,20 @@ fn image(img: &Image, i: usize) -> Result<Value, TranslateError> {
             "AWS Bedrock takes images as base64 data only, not URLs",
         )),
         Image::Base64 { media_type, data } => {
-            let format =
-                match media_type.as_str() {
-                    "image/png" => "png",
-                    "image/jpeg" | "image/jpg" => "jpeg",
-                    "image/gif" => "gif",
-                    "image/webp" => "webp",
-                    _ => return Err(invalid(
+            let format = match media_type.as_str() {
+                "image/png" => "png",
+                "image/jpeg" | "image/jpg" => "jpeg",
+                "image/gif" => "gif",
+                "image/webp" => "webp",
+                _ => {
+                    return Err(invalid(
                         format!("messages[{i}] image"),
                         format!(
                             "AWS Bedrock takes png, jpeg, gif and webp images, not {media_type:?}"
                         ),
-                    )),
-                };
+                    ))
+                }
+            };
             Ok(json!({"format": format, "source": {"bytes": data}}))
         }
     }

@@ -15,6 +15,7 @@ pub(crate) enum Decoder {
     Chat(ChatDecoder),
     Messages(MessagesDecoder),
     Gemini(GeminiDecoder),
+    Converse(ConverseDecoder),
 }
 
 impl Decoder {
@@ -22,10 +23,9 @@ impl Decoder {
         match upstream {
             Dialect::Messages => Decoder::Messages(MessagesDecoder::default()),
             Dialect::Gemini => Decoder::Gemini(GeminiDecoder::default()),
+            Dialect::Converse => Decoder::Converse(ConverseDecoder::default()),
             // No provider streams Responses to a translated client.
-            Dialect::Chat | Dialect::Responses | Dialect::Converse => {
-                Decoder::Chat(ChatDecoder::default())
-            }
+            Dialect::Chat | Dialect::Responses => Decoder::Chat(ChatDecoder::default()),
         }
     }
 
@@ -34,6 +34,7 @@ impl Decoder {
             Decoder::Chat(d) => d.decode(ev, out),
             Decoder::Messages(d) => d.decode(ev, out),
             Decoder::Gemini(d) => d.decode(ev, out),
+            Decoder::Converse(d) => d.decode(ev, out),
         }
     }
 
@@ -45,6 +46,8 @@ impl Decoder {
             Decoder::Messages(_) => false,
             // Gemini streams have no terminator: the chunk with a finishReason is the end.
             Decoder::Gemini(d) => d.stopped,
+            // Usage (`metadata`) follows `messageStop`: an answer cut between them is whole.
+            Decoder::Converse(d) => d.stopped,
         }
     }
 }
@@ -344,6 +347,99 @@ impl GeminiDecoder {
             } else {
                 gemini::stop_from(finish.as_deref(), self.calls > 0)
             }));
+        }
+    }
+}
+
+/// Bedrock's ConverseStream, one event-stream frame at a time (framed by
+/// `super::eventstream`): `messageStart`, `contentBlockStart` (tool uses only: text blocks
+/// begin with their first delta), `contentBlockDelta`, `contentBlockStop`, `messageStop`
+/// (the stop reason), then `metadata` (the usage), which ends the answer. Exceptions end it
+/// with an error.
+#[derive(Default)]
+pub(crate) struct ConverseDecoder {
+    /// `messageStop` came (its reason went out at once, as Anthropic's `message_delta`
+    /// does, the usage following): a stream cut before `metadata` is a whole answer.
+    stopped: bool,
+}
+
+impl ConverseDecoder {
+    fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
+        let Ok(v) = serde_json::from_slice::<Value>(ev.data) else {
+            out.push(Event::Error {
+                kind: "api_error".into(),
+                message: "the upstream sent an event that is not JSON".into(),
+            });
+            return;
+        };
+        let s = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match ev.event {
+            b"messageStart" => out.push(Event::Start {
+                id: crate::translate::converse::answer_id(),
+                model: String::new(),
+            }),
+            b"contentBlockStart" => {
+                // The translator bounds the calls (`hub::MAX_TOOL_CALLS`).
+                if let Some(t) = v.pointer("/start/toolUse") {
+                    out.push(Event::ToolCallStart {
+                        id: s(t, "toolUseId"),
+                        name: s(t, "name"),
+                    });
+                }
+            }
+            b"contentBlockDelta" => {
+                let d = v.get("delta").unwrap_or(&Value::Null);
+                if let Some(t) = d.get("text").and_then(Value::as_str) {
+                    if !t.is_empty() {
+                        out.push(Event::Text(t.to_owned()));
+                    }
+                } else if let Some(a) = d.pointer("/toolUse/input").and_then(Value::as_str) {
+                    if !a.is_empty() {
+                        out.push(Event::ToolArgs(a.to_owned()));
+                    }
+                }
+                // Reasoning and citations are never asked for on a translated request.
+            }
+            b"messageStop" => {
+                self.stopped = true;
+                out.push(Event::Stop(crate::translate::converse::stop_from(
+                    v.get("stopReason").and_then(Value::as_str),
+                )));
+            }
+            b"metadata" => {
+                if let Some(u) = v.get("usage") {
+                    out.push(Event::Usage(crate::translate::converse::usage_from(u)));
+                }
+                out.push(Event::End);
+            }
+            b"contentBlockStop" => {}
+            name => {
+                let message = v
+                    .get("message")
+                    .or_else(|| v.get("Message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("upstream error")
+                    .to_owned();
+                let kind = match name {
+                    b"throttlingException" => "rate_limit_error",
+                    b"validationException" => "invalid_request_error",
+                    b"serviceUnavailableException" => "overloaded_error",
+                    n if n.ends_with(b"Exception") || n == super::eventstream::ERROR_EVENT => {
+                        "api_error"
+                    }
+                    // An event this reader does not know (a later API's): skipped.
+                    _ => return,
+                };
+                out.push(Event::Error {
+                    kind: kind.into(),
+                    message,
+                });
+            }
         }
     }
 }

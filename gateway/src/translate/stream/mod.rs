@@ -9,6 +9,7 @@ mod encode_chat;
 mod encode_gemini;
 mod encode_messages;
 mod encode_responses;
+pub(crate) mod eventstream;
 
 use crate::dialect::Dialect;
 use crate::sse::SseParser;
@@ -49,9 +50,55 @@ impl Encoder {
     }
 }
 
+/// How an upstream's stream is cut into events: server-sent events, or AWS's binary
+/// event stream (Bedrock's ConverseStream).
+enum Framing {
+    Sse(SseParser),
+    EventStream(eventstream::EventStreamFramer),
+}
+
+impl Framing {
+    fn feed(&mut self, chunk: &[u8], on_event: impl FnMut(crate::sse::SseEvent<'_>)) {
+        match self {
+            Framing::Sse(p) => p.feed(chunk, on_event),
+            Framing::EventStream(f) => f.feed(chunk, on_event),
+        }
+    }
+
+    fn held(&self) -> usize {
+        match self {
+            Framing::Sse(p) => p.held(),
+            Framing::EventStream(f) => f.held(),
+        }
+    }
+
+    fn oversized(&self) -> u64 {
+        match self {
+            Framing::Sse(p) => p.oversized(),
+            Framing::EventStream(f) => f.oversized(),
+        }
+    }
+
+    fn is_mid_event(&self) -> bool {
+        match self {
+            Framing::Sse(p) => p.is_mid_event(),
+            Framing::EventStream(f) => f.is_mid_event(),
+        }
+    }
+
+    /// Why the stream cannot be read on (an event stream's framing is lost or a frame is
+    /// corrupt); SSE always reads on.
+    fn failure(&self) -> Option<&str> {
+        match self {
+            Framing::Sse(_) => None,
+            Framing::EventStream(f) => f.failure(),
+        }
+    }
+}
+
 /// One stream's translator: upstream bytes in, client bytes out.
 pub(crate) struct Translator {
-    parser: SseParser,
+    parser: Framing,
     decoder: Decoder,
     encoder: Encoder,
     pending: Vec<Event>,
@@ -75,7 +122,10 @@ impl Translator {
         view: ClientView,
     ) -> Translator {
         Translator {
-            parser: SseParser::new(),
+            parser: match upstream {
+                Dialect::Converse => Framing::EventStream(eventstream::EventStreamFramer::new()),
+                _ => Framing::Sse(SseParser::new()),
+            },
             decoder: Decoder::new(upstream),
             encoder: match client {
                 // No client speaks Converse; chat's encoder stands in, never used.
@@ -100,6 +150,13 @@ impl Translator {
             *events += 1;
             decoder.decode(&ev, pending)
         });
+        if let (Some(why), false) = (parser.failure(), self.done) {
+            // The rest cannot be read: the answer ends here with an error (as a cut one).
+            pending.push(Event::Error {
+                kind: "api_error".into(),
+                message: format!("the upstream stream cannot be read on: {why}"),
+            });
+        }
         if parser.oversized() > 0 && !self.done {
             // Skipped unread, its part of the answer is lost: translating on would hand the
             // client an answer with a hole in it.

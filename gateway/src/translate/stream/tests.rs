@@ -331,3 +331,181 @@ fn chat_to_gemini_lifecycle_sse_and_array() {
     assert_eq!(chunks.len(), 4, "{}", String::from_utf8_lossy(&out));
     assert_eq!(chunks[3]["candidates"][0]["finishReason"], "STOP");
 }
+
+/// A ConverseStream answer (text, then a tool call) as Bedrock frames it.
+fn converse_stream() -> Vec<u8> {
+    use super::eventstream::testing::event;
+    [
+        event("messageStart", r#"{"role":"assistant"}"#),
+        event(
+            "contentBlockDelta",
+            r#"{"contentBlockIndex":0,"delta":{"text":"日本"}}"#,
+        ),
+        event(
+            "contentBlockDelta",
+            r#"{"contentBlockIndex":0,"delta":{"text":"é!"}}"#,
+        ),
+        event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+        event(
+            "contentBlockStart",
+            r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"get"}}}"#,
+        ),
+        event(
+            "contentBlockDelta",
+            r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"a\":"}}}"#,
+        ),
+        event(
+            "contentBlockDelta",
+            r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"1}"}}}"#,
+        ),
+        event("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+        event("messageStop", r#"{"stopReason":"tool_use"}"#),
+        event(
+            "metadata",
+            r#"{"usage":{"inputTokens":5,"outputTokens":7,"totalTokens":12,"cacheReadInputTokens":3},"metrics":{"latencyMs":10}}"#,
+        ),
+    ]
+    .concat()
+}
+
+/// Translates a binary stream fed in two pieces; the client events (ids blanked: each
+/// translator makes its own) and whether it finished cleanly.
+fn run_bytes(client: Dialect, stream: &[u8], at: usize) -> (Vec<(String, String)>, bool) {
+    let mut t = Translator::new(client, Dialect::Converse, true, Default::default());
+    let mut out = Vec::new();
+    let (a, b) = stream.split_at(at);
+    t.feed(a, &mut out);
+    t.feed(b, &mut out);
+    let ok = t.finish(&mut out).is_ok();
+    let mut events = Vec::new();
+    let mut p = SseParser::new();
+    let text = String::from_utf8(out).unwrap();
+    let ids = regex_free_ids(&text);
+    p.feed(ids.as_bytes(), |e| {
+        events.push((
+            String::from_utf8(e.event.to_vec()).unwrap(),
+            without_clock(std::str::from_utf8(e.data).unwrap()),
+        ))
+    });
+    assert!(!p.is_mid_event(), "output ends mid-event");
+    (events, ok)
+}
+
+/// `text` with every generated answer id (`msg_bdrk_...`) replaced by one name.
+fn regex_free_ids(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("msg_bdrk_") {
+        out.push_str(&rest[..i]);
+        out.push_str("msg_bdrk_ID");
+        let tail = &rest[i + "msg_bdrk_".len()..];
+        let end = tail
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(tail.len());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn converse_to_every_client_at_every_split() {
+    let s = converse_stream();
+    for client in Dialect::ALL {
+        let whole = run_bytes(client, &s, 0);
+        assert!(whole.1, "{client:?}");
+        for at in 1..s.len() {
+            let split = run_bytes(client, &s, at);
+            assert!(split.1, "{client:?} split at {at}");
+            assert_eq!(split.0, whole.0, "{client:?} split at {at}");
+        }
+    }
+    let (ev, _) = run_bytes(Dialect::Chat, &s, 0);
+    let data: Vec<&str> = ev.iter().map(|(_, d)| d.as_str()).collect();
+    assert_eq!(data.last(), Some(&"[DONE]"));
+    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| json(d)).collect();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "日本é!");
+    let args: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(args, "{\"a\":1}");
+    assert_eq!(
+        chunks[chunks.len() - 2]["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    let usage = &chunks[chunks.len() - 1]["usage"];
+    assert_eq!(usage["prompt_tokens"], 8);
+    assert_eq!(usage["completion_tokens"], 7);
+    let (ev, _) = run_bytes(Dialect::Messages, &s, 0);
+    let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.first(), Some(&"message_start"));
+    assert_eq!(names.last(), Some(&"message_stop"));
+    let delta = ev.iter().find(|(n, _)| n == "message_delta").unwrap();
+    let delta = json(&delta.1);
+    assert_eq!(delta["delta"]["stop_reason"], "tool_use");
+}
+
+#[test]
+fn converse_errors_and_cuts() {
+    use super::eventstream::testing::{event, exception};
+    let s = converse_stream();
+    let stop = s.len() - event("metadata", r#"{"usage":{"inputTokens":5,"outputTokens":7,"totalTokens":12,"cacheReadInputTokens":3},"metrics":{"latencyMs":10}}"#).len();
+    // Cut after messageStop: the answer is whole (only the usage is missing).
+    let (_, ok) = run_bytes(Dialect::Chat, &s[..stop], 0);
+    assert!(ok);
+    // Cut inside a frame, or before messageStop: truncated.
+    let (_, ok) = run_bytes(Dialect::Chat, &s[..stop - 5], 0);
+    assert!(!ok);
+    let (_, ok) = run_bytes(Dialect::Chat, &s[..40], 0);
+    assert!(!ok);
+    // A mid-stream exception: the client's in-stream error.
+    let mut e = event("messageStart", r#"{"role":"assistant"}"#);
+    e.extend(event(
+        "contentBlockDelta",
+        r#"{"contentBlockIndex":0,"delta":{"text":"Hel"}}"#,
+    ));
+    e.extend(exception(
+        "modelStreamErrorException",
+        r#"{"message":"model failed","originalStatusCode":500}"#,
+    ));
+    let (ev, ok) = run_bytes(Dialect::Chat, &e, 0);
+    assert!(ok);
+    assert_eq!(
+        json(&ev.last().unwrap().1)["error"]["message"],
+        "model failed"
+    );
+    let (ev, _) = run_bytes(Dialect::Messages, &e, 0);
+    let last = json(&ev.last().unwrap().1);
+    assert_eq!(
+        (last["type"].as_str(), last["error"]["type"].as_str()),
+        (Some("error"), Some("api_error"))
+    );
+    let mut throttled = event("messageStart", r#"{"role":"assistant"}"#);
+    throttled.extend(exception(
+        "throttlingException",
+        r#"{"message":"slow down"}"#,
+    ));
+    let (ev, _) = run_bytes(Dialect::Messages, &throttled, 0);
+    assert_eq!(
+        json(&ev.last().unwrap().1)["error"]["type"],
+        "rate_limit_error"
+    );
+    // A bad CRC: the answer ends with an error at once.
+    let mut bad = s.clone();
+    bad[30] ^= 1;
+    let (ev, ok) = run_bytes(Dialect::Chat, &bad, 0);
+    assert!(ok, "ended by the error");
+    let last = json(&ev.last().unwrap().1);
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be read on"),
+        "{last}"
+    );
+}
