@@ -11,6 +11,7 @@
 //! next to its target. docs/testing.md lists what each target compares.
 
 mod encoding;
+mod eventstream;
 mod request;
 mod sse;
 mod stream;

@@ -37,12 +37,19 @@ impl Credential {
         })
     }
 
-    /// AWS keys that sign each request for `region` (Bedrock). The secret key is what is
-    /// redacted from answers (the signature is not one: it is good for one request).
+    /// AWS keys that sign each request for `region` (Bedrock). What is redacted from
+    /// answers is the session token when there is one: it is the only secret that travels
+    /// (in `x-amz-security-token`), so the only one an upstream could echo; without one,
+    /// the secret key (which never travels; redacting it costs nothing). The signature is
+    /// no secret: it is good for one request.
     pub(crate) fn sigv4(keys: &super::sigv4::AwsKeys, region: &str) -> Credential {
+        let secret = keys
+            .session_token
+            .as_deref()
+            .unwrap_or(&keys.secret_access_key);
         Credential {
             how: How::SigV4(super::sigv4::Signer::new(keys, region)),
-            secret: Arc::from(keys.secret_access_key.as_bytes()),
+            secret: Arc::from(secret.as_bytes()),
         }
     }
 
@@ -157,6 +164,40 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(!auth.refreshes());
+    }
+
+    #[test]
+    fn sigv4_credential_signs_and_redacts_the_token() {
+        let keys = super::super::sigv4::AwsKeys {
+            access_key_id: "AKID".into(),
+            secret_access_key: "aws-secret".into(),
+            session_token: Some("aws-session".into()),
+        };
+        let c = Credential::sigv4(&keys, "us-east-1");
+        let mut h = HeaderMap::new();
+        let host = HeaderValue::from_static("127.0.0.1:9");
+        c.apply(
+            &mut h,
+            &http::Uri::from_static("http://127.0.0.1:9/model/m/converse"),
+            Some(&host),
+            b"{}",
+        )
+        .unwrap();
+        assert!(h["authorization"]
+            .to_str()
+            .unwrap()
+            .starts_with("AWS4-HMAC-SHA256 Credential=AKID/"));
+        assert_eq!(&**c.secret(), b"aws-session");
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("aws-secret") && !shown.contains("aws-session"),
+            "{shown}"
+        );
+        let keys = super::super::sigv4::AwsKeys {
+            session_token: None,
+            ..keys
+        };
+        assert_eq!(&**Credential::sigv4(&keys, "r").secret(), b"aws-secret");
     }
 
     /// A future that is ready at once (no runtime needed), polled once.
