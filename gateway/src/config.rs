@@ -1191,7 +1191,7 @@ model = "gpt-4o-mini-2024-07-18"
         let t = &c.models.last().unwrap().targets[0];
         assert_eq!(t.provider, Provider::AzureOpenai);
         assert_eq!(t.upstream_model(), "gpt-4o-mini-prod");
-        let vertex = block("# Google Vertex AI:", "# END");
+        let vertex = block("# Google Vertex AI:", "# AWS Bedrock:");
         assert!(
             vertex.contains("provider = \"vertex-anthropic\""),
             "{vertex}"
@@ -1222,5 +1222,43 @@ model = "gpt-4o-mini-2024-07-18"
             "https://us-central1-aiplatform.googleapis.com"
         );
         assert_eq!(a.base_url(), "https://us-east5-aiplatform.googleapis.com");
+        let bedrock = block("# AWS Bedrock:", "# END");
+        assert!(bedrock.contains("provider = \"bedrock\""), "{bedrock}");
+        assert!(!bedrock.contains("api_key_env"), "{bedrock}");
+        std::env::set_var("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", "example-secret");
+        let c = parse(&format!("{text}\n{bedrock}")).unwrap();
+        let b = &c.models.last().unwrap().targets[0];
+        assert_eq!(b.provider, Provider::Bedrock);
+        assert_eq!(b.base_url(), "https://bedrock-runtime.us-east-1.amazonaws.com");
+        assert_eq!(b.aws_keys().unwrap().unwrap().access_key_id, "AKIDEXAMPLE");
+    }
+
+    #[test]
+    fn bedrock_targets_are_checked() {
+        let with = |t: &str| {
+            parse(&format!(
+                "[[models]]\nname = \"m\"\n[[models.targets]]\n{t}"
+            ))
+        };
+        std::env::set_var("GATEWAY_TEST_BEDROCK_KEY", "bedrock-key");
+        let ok = with("provider = \"bedrock\"\nregion = \"eu-west-1\"\nmodel = \"amazon.nova-pro-v1:0\"\napi_key_env = \"GATEWAY_TEST_BEDROCK_KEY\"").unwrap();
+        assert_eq!(
+            ok.models[0].targets[0].base_url(),
+            "https://bedrock-runtime.eu-west-1.amazonaws.com"
+        );
+        for (t, says) in [
+            ("provider = \"bedrock\"\nmodel = \"m\"\napi_key_env = \"GATEWAY_TEST_BEDROCK_KEY\"", "`models[0].targets[0].region`: is required"),
+            ("provider = \"bedrock\"\nregion = \"US East\"\nmodel = \"m\"\napi_key_env = \"GATEWAY_TEST_BEDROCK_KEY\"", "lowercase letters"),
+            ("provider = \"openai\"\nbase_url = \"http://h\"\nmodel = \"m\"\nregion = \"us-east-1\"", "applies only to provider \"bedrock\""),
+            ("provider = \"openai\"\nbase_url = \"http://h\"\nmodel = \"m\"\naws_profile = \"p\"", "`models[0].targets[0].aws_profile`"),
+            ("provider = \"bedrock\"\nregion = \"us-east-1\"\nmodel = \"m\"\napi_key_env = \"GATEWAY_TEST_BEDROCK_KEY\"\naws_credentials = \"env\"", "not both"),
+            ("provider = \"bedrock\"\nregion = \"us-east-1\"\nmodel = \"m\"\naws_credentials = \"sso\"", "unknown variant `sso`"),
+            ("provider = \"bedrock\"\nregion = \"us-east-1\"\nmodel = \"m\"\naws_credentials = \"profile\"\naws_profile = \"gateway-test-surely-missing\"", "aws_credentials`"),
+        ] {
+            let e = with(t).unwrap_err().to_string();
+            assert!(e.contains(says), "{t}: {e}");
+            assert!(!e.contains("bedrock-key"), "{e}");
+        }
     }
 }
