@@ -1230,7 +1230,10 @@ model = "gpt-4o-mini-2024-07-18"
         let c = parse(&format!("{text}\n{bedrock}")).unwrap();
         let b = &c.models.last().unwrap().targets[0];
         assert_eq!(b.provider, Provider::Bedrock);
-        assert_eq!(b.base_url(), "https://bedrock-runtime.us-east-1.amazonaws.com");
+        assert_eq!(
+            b.base_url(),
+            "https://bedrock-runtime.us-east-1.amazonaws.com"
+        );
         assert_eq!(b.aws_keys().unwrap().unwrap().access_key_id, "AKIDEXAMPLE");
     }
 

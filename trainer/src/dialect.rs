@@ -232,6 +232,9 @@ pub enum Provider {
     /// Claude on Google Vertex AI: messages at `:rawPredict` / `:streamRawPredict`.
     #[serde(rename = "vertex-anthropic")]
     VertexAnthropic,
+    /// AWS Bedrock's Converse (`/model/{id}/converse`, `/converse-stream`): speaks no
+    /// client dialect, every one is translated.
+    Bedrock,
 }
 
 impl Provider {
@@ -244,6 +247,7 @@ impl Provider {
             Provider::AzureOpenAi => "azure-openai",
             Provider::Vertex => "vertex",
             Provider::VertexAnthropic => "vertex-anthropic",
+            Provider::Bedrock => "bedrock",
         }
     }
 
@@ -256,6 +260,7 @@ impl Provider {
             Provider::Anthropic | Provider::VertexAnthropic => dialect == Dialect::Messages,
             Provider::OpenAiCompatible => dialect == Dialect::Chat,
             Provider::Gemini | Provider::Vertex => dialect == Dialect::Gemini,
+            Provider::Bedrock => false,
         }
     }
 }

@@ -82,6 +82,14 @@ impl Launch {
 pub const VERTEX_TOKEN_ENV: &str = "GATEWAY_TRAINING_VERTEX_TOKEN";
 const VERTEX_TOKEN: &str = "ya29.training-mock-token";
 
+/// The AWS keys a Bedrock shape's target signs with (`aws_credentials = "env"`), set on
+/// every gateway the trainer starts (over any the caller has: training never reaches AWS);
+/// the mock checks no signature, so training needs no AWS account.
+pub const BEDROCK_ENV: [(&str, &str); 2] = [
+    ("AWS_ACCESS_KEY_ID", "AKIDTRAININGMOCK0001"),
+    ("AWS_SECRET_ACCESS_KEY", "training-mock-secret-key"),
+];
+
 /// A running gateway process (killed when dropped).
 pub struct GatewayProcess {
     child: tokio::process::Child,
@@ -108,6 +116,9 @@ impl GatewayProcess {
             .arg(&l.config)
             .args(&l.args)
             .env(VERTEX_TOKEN_ENV, VERTEX_TOKEN)
+            .envs(BEDROCK_ENV)
+            // Temporary keys from the caller's environment would not match the fixed ones.
+            .env_remove("AWS_SESSION_TOKEN")
             .envs(l.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -39,7 +39,9 @@ enum Command {
     /// the shape with every response checked, SIGTERM, and require exit code 0.
     ///
     /// The gateway inherits the environment, plus GATEWAY_TRAINING_VERTEX_TOKEN (a fixed
-    /// token for the Vertex shapes' targets, which the mock does not check); nothing sets a
+    /// token for the Vertex shapes' targets, which the mock does not check) and fixed
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY for the Bedrock shapes' (AWS_SESSION_TOKEN
+    /// removed; the mock checks no signature); nothing sets a
     /// profile variable: set LLVM_PROFILE_FILE (with %p: one file per process) before calling; collecting and
     /// merging the profiles is the caller's job. Scratch files go under $TMPDIR and are
     /// removed. Progress goes to stderr; on success stdout is the one line

@@ -622,7 +622,8 @@ concurrency = 2
         // (streaming and not) and chat on an Anthropic upstream (streaming) train.
         // So are Gemini's: Gemini CLI on other providers' models, and each other dialect on a
         // Gemini model. Azure OpenAI's URL scheme trains once, and so do Vertex's two
-        // (the bearer token, the publisher paths, the Claude body splice).
+        // (the bearer token, the publisher paths, the Claude body splice) and Bedrock's two
+        // (SigV4, the Converse codec, the event-stream framer and decoder).
         for (d, upstream, stream) in [
             (Dialect::Messages, Provider::OpenAi, false),
             (Dialect::Messages, Provider::OpenAi, true),
@@ -635,6 +636,8 @@ concurrency = 2
             (Dialect::Chat, Provider::AzureOpenAi, false),
             (Dialect::Gemini, Provider::Vertex, true),
             (Dialect::Messages, Provider::VertexAnthropic, true),
+            (Dialect::Chat, Provider::Bedrock, true),
+            (Dialect::Messages, Provider::Bedrock, false),
         ] {
             assert!(
                 training

@@ -4,6 +4,7 @@
 
 mod auth;
 mod azure;
+mod bedrock;
 mod dialects;
 mod errors;
 mod failover;

@@ -88,6 +88,11 @@ impl Shared {
         if !self.config.first_byte_delay.is_zero() {
             tokio::time::sleep(self.config.first_byte_delay).await;
         }
+        if parts.method == Method::POST {
+            if let Some((model, stream)) = super::converse::call(path) {
+                return self.answer_converse(&model, stream, body);
+            }
+        }
         let Some(dialect) = dialect else {
             return not_found(parts.method.as_str(), path);
         };
@@ -145,6 +150,67 @@ impl Shared {
         };
         let format = request.format.format(dialect);
         self.answer_shape(shape, &request.model, request.has_tools, format, &body)
+    }
+
+    /// A Bedrock Converse call (the model is the path's): the usual text and usage in
+    /// Converse's JSON, or its binary event stream. Tools are not answered with calls.
+    fn answer_converse(
+        &self,
+        model: &str,
+        stream: bool,
+        body: Result<Bytes, hyper::Error>,
+    ) -> Response<MockBody> {
+        let status = match (self.config.fail_status, &body) {
+            (Some(status), _) => Some((status, "mock upstream failure".to_owned())),
+            (None, Err(e)) => Some((400, format!("request body: {e}"))),
+            (None, Ok(b)) => match (super::converse::check_request(b), requested_error(model)) {
+                (Err(e), _) => Some((400, e)),
+                (Ok(()), Some(s)) => {
+                    Some((s.as_u16(), format!("mock upstream error (model {model})")))
+                }
+                (Ok(()), None) => None,
+            },
+        };
+        if let Some((status, message)) = status {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = Response::new(MockBody::full(super::converse::error_body(&message)));
+            *response.status_mut() = status;
+            let h = response.headers_mut();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            h.insert(
+                "x-amzn-errortype",
+                HeaderValue::from_static(super::converse::error_type(status.as_u16())),
+            );
+            return response;
+        }
+        let config = &self.config;
+        let deltas: Vec<&str> = super::text::deltas(config.chunks).collect();
+        let tokens = config.tokens(deltas.len() as u64);
+        if !stream {
+            let mut response =
+                Response::new(MockBody::full(super::converse::full_body(&deltas, tokens)));
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            return response;
+        }
+        let segments = match cache::stream(config, super::converse::stream_events(&deltas, tokens))
+        {
+            Rendered::Stream(segments) => segments,
+            Rendered::Full(bytes) => vec![bytes].into(),
+        };
+        let body = MockBody::stream(
+            segments,
+            config.write_fragment,
+            config.chunk_delay,
+            config.stall_after_events.is_some(),
+        );
+        let mut response = Response::new(body);
+        response.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static(super::converse::EVENT_STREAM),
+        );
+        response
     }
 
     /// A Gemini call: the model is the path's, the body is checked as Google checks it.

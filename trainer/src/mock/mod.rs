@@ -119,6 +119,7 @@ mod body;
 mod cache;
 pub mod cli;
 mod conversation;
+mod converse;
 mod dialect;
 mod gemini;
 mod handler;

@@ -12,6 +12,9 @@ pub(crate) const AZURE_API_VERSION: &str = "2024-10-21";
 pub(crate) const VERTEX_LOCATION: &str = "us-central1";
 pub(crate) const VERTEX_PROJECT: &str = "training";
 
+/// The region of a Bedrock target (the mock serves any; it is signed for).
+pub(crate) const BEDROCK_REGION: &str = "us-east-1";
+
 /// Far above anything a training run sends: the quota accounting runs, nothing is rejected.
 pub(crate) const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
 pub(crate) const GENEROUS_TOKENS_PER_MINUTE: i64 = 1_000_000_000_000;
@@ -76,6 +79,12 @@ pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String 
             "access_token_env".into(),
             crate::launch::VERTEX_TOKEN_ENV.into(),
         );
+    }
+    if shape.upstream == Provider::Bedrock {
+        // SigV4 with the fixed keys every gateway the trainer starts gets in its
+        // environment (`launch::BEDROCK_ENV`); the mock checks no signature.
+        target.insert("region".into(), BEDROCK_REGION.into());
+        target.insert("aws_credentials".into(), "env".into());
     }
     let mut model = Table::new();
     model.insert("name".into(), shape.model.clone().into());
