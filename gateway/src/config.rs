@@ -327,17 +327,19 @@ impl Target {
     }
 
     /// The Azure-only keys: required or refused by provider, their values URL-safe.
-    /// The AWS keys of a Bedrock target signing with SigV4 (none with a Bedrock API key).
+    /// Where a Bedrock target signing with SigV4 gets its AWS keys (none with a Bedrock
+    /// API key).
     pub(crate) fn aws_keys(
         &self,
-    ) -> Result<Option<crate::providers::sigv4::AwsKeys>, crate::providers::aws_creds::AwsCredsError>
+    ) -> Result<Option<crate::providers::aws_creds::Keys>, crate::providers::aws_creds::AwsCredsError>
     {
         if self.provider != Provider::Bedrock || self.api_key_env.is_some() {
             return Ok(None);
         }
-        crate::providers::aws_creds::load(
+        crate::providers::aws_creds::resolve(
             self.aws_credentials.unwrap_or_default(),
             self.aws_profile.as_deref(),
+            self.region.as_deref().unwrap_or_default(),
             &|k| std::env::var(k).ok(),
         )
         .map(Some)
@@ -1234,7 +1236,10 @@ model = "gpt-4o-mini-2024-07-18"
             b.base_url(),
             "https://bedrock-runtime.us-east-1.amazonaws.com"
         );
-        assert_eq!(b.aws_keys().unwrap().unwrap().access_key_id, "AKIDEXAMPLE");
+        assert!(matches!(
+            b.aws_keys().unwrap().unwrap(),
+            crate::providers::aws_creds::Keys::Static(k) if k.access_key_id == "AKIDEXAMPLE"
+        ));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use crate::client::UpstreamClient;
 use crate::config::{self, EnvError, Problem};
 use crate::metrics::Metrics;
+use crate::providers::aws_creds::{self, Keys};
 use crate::providers::google::{self, ServiceAccount};
 use crate::providers::refresh::Refreshing;
 use crate::providers::{Credential, KeyHeader, UpstreamAuth};
@@ -106,14 +107,50 @@ pub(crate) fn compile(
     if let Some(var) = t.api_key_env.as_ref().or(t.access_token_env.as_ref()) {
         return from_env(var, t.key_header());
     }
-    // Bedrock without an API key: static AWS keys, read once (they do not expire).
+    // Bedrock without an API key: AWS keys that sign. Static ones are read once (they do
+    // not expire); a web identity's or a container's are fetched and kept fresh.
     if let Some(keys) = t.aws_keys().map_err(|e| CredentialError::KeyFile {
         model: model.to_owned(),
         source: Problem::from(e),
     })? {
-        let region = t.region.as_deref().unwrap_or_default();
+        let region: Arc<str> = t.region.as_deref().unwrap_or_default().into();
+        let endpoint = match keys {
+            Keys::Static(keys) => {
+                return Ok(Compiled {
+                    auth: UpstreamAuth::Static(Arc::new(Credential::sigv4(&keys, &region))),
+                    key_project: None,
+                })
+            }
+            Keys::WebIdentity(w) => AwsEndpoint::WebIdentity(Arc::new(w)),
+            Keys::Container(c) => AwsEndpoint::Container(Arc::new(c)),
+        };
+        let refreshing = Arc::new(Refreshing::default());
+        let (r, client) = (refreshing.clone(), sources.client.clone());
+        let fetch_timeout = sources.fetch_timeout;
+        let (ok, failed) = (sources.metrics.clone(), sources.metrics.clone());
+        let label = format!("model {model:?} target {index} ({})", t.provider.name());
+        sources.tasks.push(Box::new(move |stop| {
+            Box::pin(r.run(
+                move || {
+                    let (client, endpoint, region, ok) =
+                        (client.clone(), endpoint.clone(), region.clone(), ok.clone());
+                    async move {
+                        let r = fetch_aws_keys(client, endpoint, region, fetch_timeout).await;
+                        if r.is_ok() {
+                            ok.credential_refreshes_ok.fetch_add(1, Relaxed);
+                        }
+                        r
+                    }
+                },
+                move |e: &FetchError| {
+                    failed.credential_refreshes_failed.fetch_add(1, Relaxed);
+                    eprintln!("gateway: {label}: AWS credentials refresh failed: {e}");
+                },
+                stop,
+            ))
+        }));
         return Ok(Compiled {
-            auth: UpstreamAuth::Static(Arc::new(Credential::sigv4(&keys, region))),
+            auth: UpstreamAuth::Bearer(refreshing),
             key_project: None,
         });
     }
@@ -193,6 +230,88 @@ pub(crate) enum FetchError {
     Token(#[from] google::TokenError),
     #[error("the access token is not a valid HTTP header value")]
     BadToken,
+    #[error(transparent)]
+    Aws(#[from] aws_creds::AwsCredsError),
+}
+
+/// Where a Bedrock target's expiring AWS keys are fetched.
+#[derive(Clone)]
+enum AwsEndpoint {
+    WebIdentity(Arc<aws_creds::WebIdentity>),
+    Container(Arc<aws_creds::Container>),
+}
+
+/// Fetches AWS keys (STS for a web identity, or the container endpoint) and makes them a
+/// SigV4 credential for `region`. The token file is read on each fetch (it rotates).
+async fn fetch_aws_keys(
+    client: UpstreamClient,
+    endpoint: AwsEndpoint,
+    region: Arc<str>,
+    timeout: Duration,
+) -> Result<(Credential, Duration), FetchError> {
+    let (method, uri, body, auth, form) = match &endpoint {
+        AwsEndpoint::WebIdentity(w) => (
+            Method::POST,
+            format!("{}/", w.endpoint),
+            w.request_body()?,
+            None,
+            true,
+        ),
+        AwsEndpoint::Container(c) => (
+            Method::GET,
+            c.uri.clone(),
+            String::new(),
+            c.authorization()?,
+            false,
+        ),
+    };
+    let uri: Uri = uri
+        .parse()
+        .map_err(|_| FetchError::Connect("the credentials endpoint is not a valid URL".into()))?;
+    let mut req = Request::new(Full::new(Bytes::from(body)));
+    *req.method_mut() = method;
+    let host = crate::headers::host(&uri);
+    *req.uri_mut() = uri;
+    let h = req.headers_mut();
+    if form {
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+    }
+    h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    if let Some(a) = auth {
+        let mut v = HeaderValue::try_from(a).map_err(|_| FetchError::BadToken)?;
+        v.set_sensitive(true);
+        h.insert(header::AUTHORIZATION, v);
+    }
+    if let Some(host) = host {
+        h.insert(header::HOST, host);
+    }
+    let exchange = async {
+        let resp = client
+            .request(req)
+            .await
+            .map_err(|e| FetchError::Connect(e.to_string()))?;
+        let status = resp.status().as_u16();
+        let body = Limited::new(resp.into_body(), MAX_TOKEN_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| FetchError::Connect(e.to_string()))?
+            .to_bytes();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let (keys, lifetime) = match endpoint {
+            AwsEndpoint::WebIdentity(_) => aws_creds::read_sts_answer(status, &body, now)?,
+            AwsEndpoint::Container(_) => aws_creds::read_container_answer(status, &body, now)?,
+        };
+        Ok((Credential::sigv4(&keys, &region), lifetime))
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Timeout(timeout)),
+    }
 }
 
 /// Exchanges a fresh assertion for an access token at `token_uri`.

@@ -12,6 +12,10 @@ verify gets AWS's answer: 403 `x-amzn-ErrorType: InvalidSignatureException`.
   frame whose message CRC is wrong), `mock-cut` (the stream ends inside a frame). Any other
   id answers; with tools and no tool result yet, it calls the first tool.
 - `Authorization: Bearer <key>` (a Bedrock API key) is taken when it is `API_KEY`.
+- `GET /container-creds` (the container credentials endpoint, `Authorization:
+  CONTAINER_AUTH`) and `POST /sts/` (STS `AssumeRoleWithWebIdentity` with `WEB_TOKEN` for
+  `ROLE_ARN`) hand out fresh temporary keys, which the Converse routes then take (signed
+  with their session token), so a target using them is verified end to end.
 """
 
 import binascii
@@ -19,9 +23,10 @@ import json
 import re
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -32,6 +37,9 @@ ACCESS_KEY = "AKIDGATEWAYSDKTEST01"
 SECRET_KEY = "gw-sdk-secret/Key+0123456789abcdefghijklm"
 SESSION_TOKEN = "gw-sdk-session-token-0123456789"
 API_KEY = "bedrock-api-key-gw-sdk-0123456789"
+CONTAINER_AUTH = "container-auth-token-0123"
+WEB_TOKEN = "eyJ.web-identity-token.sig"
+ROLE_ARN = "arn:aws:iam::123456789012:role/gateway"
 TEXT = "Hello from Bedrock"
 TOOL_TEXT = "It is 18C in Paris."
 
@@ -103,6 +111,17 @@ class BedrockMock:
     server: ThreadingHTTPServer | None = None
     # access key -> (secret, session token): the keys this "account" knows.
     keys: dict = field(default_factory=lambda: {ACCESS_KEY: (SECRET_KEY, None)})
+    issued: list = field(default_factory=list)  # (how, access key) per handed-out key
+
+    def issue(self, how: str) -> tuple:
+        """Fresh temporary keys, taken from now on; (access key, secret, token, expiration)."""
+        with self.lock:
+            n = len(self.issued) + 1
+            ak, sk, tok = f"ASIAMOCK{how.upper()[:4]}{n:08d}", f"tmp-secret-{how}-{n}", f"tmp-token-{how}-{n}"
+            self.keys[ak] = (sk, tok)
+            self.issued.append((how, ak))
+        exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        return ak, sk, tok, exp
 
 
 def answer_for(body: dict) -> tuple:
@@ -180,8 +199,36 @@ def make_handler(mock: BedrockMock):
             secret, token = mock.keys[m.group(1)]
             return verify_sigv4("POST", mock.url + self.path, headers, raw, m.group(1), secret, token)
 
+        def do_GET(self):  # noqa: N802: http.server's name
+            if self.path != "/container-creds" or self.headers.get("authorization") != CONTAINER_AUTH:
+                self.entry = Seen(self.path, "", {}, None, False, 0)
+                self.send(403, json.dumps({"message": "denied"}).encode(), "application/json")
+                return
+            ak, sk, tok, exp = mock.issue("container")
+            self.entry = Seen(self.path, "", {}, None, True, 0)
+            body = {"AccessKeyId": ak, "SecretAccessKey": sk, "Token": tok, "Expiration": exp}
+            self.send(200, json.dumps(body).encode(), "application/json")
+
+        def sts(self, raw: bytes) -> None:
+            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+            self.entry = Seen(self.path, "", {}, form, True, 0)
+            if form.get("Action") != "AssumeRoleWithWebIdentity" or form.get("RoleArn") != ROLE_ARN \
+                    or form.get("WebIdentityToken") != WEB_TOKEN or not form.get("RoleSessionName"):
+                err = ("<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code>"
+                       "<Message>bad web identity</Message></Error></ErrorResponse>")
+                self.send(400, err.encode(), "text/xml")
+                return
+            ak, sk, tok, exp = mock.issue("sts")
+            xml = ("<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>"
+                   f"<AccessKeyId>{ak}</AccessKeyId><SecretAccessKey>{sk}</SecretAccessKey>"
+                   f"<SessionToken>{tok}</SessionToken><Expiration>{exp}</Expiration>"
+                   "</Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>")
+            self.send(200, xml.encode(), "text/xml")
+
         def do_POST(self):  # noqa: N802: http.server's name
             raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+            if self.path == "/sts/":
+                return self.sts(raw)
             m = re.fullmatch(r"/model/([^/]+)/(converse|converse-stream)", self.path)
             ok = self.verified(raw)
             try:

@@ -52,6 +52,8 @@ def bedrock_gateway(workdir, bedrock):
         "br-arn": (PROFILE_ARN, 'aws_credentials = "profile"\naws_profile = "session"\n'),
         "br-apikey": (CLAUDE, 'api_key_env = "GW_SDK_BEDROCK_API_KEY"\n'),
         "br-wrong": (CLAUDE, 'aws_credentials = "profile"\naws_profile = "wrong"\n'),
+        "br-container": (CLAUDE, 'aws_credentials = "container"\n'),
+        "br-web-identity": (CLAUDE, 'aws_credentials = "web-identity"\n'),
         "br-throttle": ("mock-throttle", env),
         "br-stream-error": ("mock-stream-error", env),
         "br-bad-crc": ("mock-bad-crc", env),
@@ -67,7 +69,14 @@ def bedrock_gateway(workdir, bedrock):
         text += f'[[models]]\nname = "{name}"\n' + bedrock_target(bedrock.url, model, extra) + "\n"
     config = workdir / "gateway-bedrock.toml"
     config.write_text(text)
+    web_token = workdir / "web-identity-token"
+    web_token.write_text(bedrock_mock.WEB_TOKEN + "\n")
     env_vars = {
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI": f"{bedrock.url}/container-creds",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN": bedrock_mock.CONTAINER_AUTH,
+        "AWS_WEB_IDENTITY_TOKEN_FILE": str(web_token),
+        "AWS_ROLE_ARN": bedrock_mock.ROLE_ARN,
+        "AWS_ENDPOINT_URL_STS": f"{bedrock.url}/sts",
         "AWS_ACCESS_KEY_ID": bedrock_mock.ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": bedrock_mock.SECRET_KEY,
         "AWS_SHARED_CREDENTIALS_FILE": str(creds),
@@ -93,7 +102,8 @@ def bedrock_gateway(workdir, bedrock):
         assert code == 0, f"gateway-bedrock exited {code}:\n{log}"
         # No secret ever reaches the log.
         for secret in (bedrock_mock.SECRET_KEY, WRONG_SECRET, SESSION_SECRET, bedrock_mock.SESSION_TOKEN,
-                       bedrock_mock.API_KEY):
+                       bedrock_mock.API_KEY, bedrock_mock.CONTAINER_AUTH, bedrock_mock.WEB_TOKEN, "tmp-secret-",
+                       "tmp-token-"):
             assert secret not in log, log
 
 
@@ -220,6 +230,22 @@ def test_arn_with_session_token_and_api_key(bedrock, bedrock_gateway):
     assert arn.headers["x-amz-security-token"] == bedrock_mock.SESSION_TOKEN
     assert key.verified and key.headers["authorization"] == f"Bearer {bedrock_mock.API_KEY}"
     assert "x-amz-date" not in key.headers
+
+
+@pytest.mark.parametrize("model,how", [("br-container", "container"), ("br-web-identity", "sts")])
+def test_fetched_keys_sign(bedrock, bedrock_gateway, model, how):
+    """Container credentials and a web identity (STS AssumeRoleWithWebIdentity): the
+    gateway fetches temporary keys in the background and signs with them, session token
+    included."""
+    oai = openai_client(bedrock_gateway.url)
+    before = len(bedrock.seen)
+    r = oai.chat.completions.create(model=model, messages=PROMPT, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in r if c.choices) == bedrock_mock.TEXT
+    [s] = [x for x in new_seen(bedrock, before) if x.path.startswith("/model/")]
+    assert s.verified
+    issued = [ak for h, ak in bedrock.issued if h == how]
+    assert issued and s.headers["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={issued[-1]}/")
+    assert s.headers["x-amz-security-token"].startswith(f"tmp-token-{how}-")
 
 
 def test_the_verifier_refuses_a_changed_request(bedrock):
