@@ -119,6 +119,7 @@ def test_chat_text_system_usage_signed(bedrock, bedrock_gateway):
                                     messages=[{"role": "system", "content": "Be brief."}, *PROMPT])
     assert r.choices[0].message.content == bedrock_mock.TEXT
     assert r.choices[0].finish_reason == "stop"
+    assert r.model == CLAUDE  # Converse names no model: the target's
     assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (11, 4)
     [s] = new_seen(bedrock, before)
     assert s.verified and s.status == 200
@@ -139,6 +140,7 @@ def test_chat_stream(bedrock, bedrock_gateway):
     assert text == bedrock_mock.TEXT
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage.prompt_tokens == 11
+    assert {c.model for c in chunks} == {CLAUDE}
     [s] = new_seen(bedrock, before)
     assert s.verified and s.path.endswith("/converse-stream")
 

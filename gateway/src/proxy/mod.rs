@@ -645,7 +645,8 @@ async fn respond_translated(
             target.upstream,
             hub.include_usage,
             hub.view.clone(),
-        );
+        )
+        .answering_for(&target.model);
         *out.body_mut() =
             TranslatedStream::new(upstream_body, translator, c, gw.timeouts.idle, gzip).boxed();
         return out;
@@ -683,11 +684,12 @@ async fn respond_translated(
     let translated = if parts.status.is_success() {
         let up = target.upstream;
         let result = if plain.len() < OFF_RUNTIME_BYTES {
-            translate::translate_response(dialect, up, &hub.view, &plain)
+            translate::translate_response_of(dialect, up, &hub.view, &plain, &target.model)
         } else {
             let (view, body) = (hub.view.clone(), plain.clone());
+            let model = target.model.clone();
             off_runtime(true, move || {
-                translate::translate_response(dialect, up, &view, &body)
+                translate::translate_response_of(dialect, up, &view, &body, &model)
             })
             .await
         };

@@ -231,13 +231,26 @@ pub(crate) fn encode_request(
 }
 
 /// Translates a complete successful upstream body (in `upstream` dialect) for the client.
+#[cfg(test)]
 pub(crate) fn translate_response(
     client: Dialect,
     upstream: Dialect,
     view: &hub::ClientView,
     body: &[u8],
 ) -> Result<(Bytes, hub::Usage), UpstreamShapeError> {
-    let resp = match upstream {
+    translate_response_of(client, upstream, view, body, "")
+}
+
+/// [`translate_response`] of an answer from `model` (the target's upstream model), the
+/// model the answer names when the upstream's names none (Converse's).
+pub(crate) fn translate_response_of(
+    client: Dialect,
+    upstream: Dialect,
+    view: &hub::ClientView,
+    body: &[u8],
+    model: &str,
+) -> Result<(Bytes, hub::Usage), UpstreamShapeError> {
+    let mut resp = match upstream {
         Dialect::Chat => chat::decode_response(body)?,
         Dialect::Messages => messages::decode_response(body)?,
         Dialect::Gemini => gemini::decode_response(body)?,
@@ -248,6 +261,9 @@ pub(crate) fn translate_response(
             ))
         }
     };
+    if resp.model.is_empty() {
+        model.clone_into(&mut resp.model);
+    }
     let calls = resp
         .output
         .iter()

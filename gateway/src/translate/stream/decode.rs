@@ -38,6 +38,13 @@ impl Decoder {
         }
     }
 
+    /// The model an answer names when its upstream names none (Converse).
+    pub(crate) fn set_model(&mut self, model: &str) {
+        if let Decoder::Converse(d) = self {
+            model.clone_into(&mut d.model);
+        }
+    }
+
     /// Whether the answer is complete although its terminator never came.
     pub(crate) fn complete_without_terminator(&self) -> bool {
         match self {
@@ -361,6 +368,8 @@ pub(crate) struct ConverseDecoder {
     /// `messageStop` came (its reason went out at once, as Anthropic's `message_delta`
     /// does, the usage following): a stream cut before `metadata` is a whole answer.
     stopped: bool,
+    /// The target's model id (Converse's events name none).
+    model: String,
 }
 
 impl ConverseDecoder {
@@ -381,7 +390,7 @@ impl ConverseDecoder {
         match ev.event {
             b"messageStart" => out.push(Event::Start {
                 id: crate::translate::converse::answer_id(),
-                model: String::new(),
+                model: self.model.clone(),
             }),
             b"contentBlockStart" => {
                 // The translator bounds the calls (`hub::MAX_TOOL_CALLS`).

@@ -142,6 +142,13 @@ impl Translator {
         }
     }
 
+    /// The target's upstream model, named in the answer when the upstream names none
+    /// (Converse's streams).
+    pub(crate) fn answering_for(mut self, model: &str) -> Translator {
+        self.decoder.set_model(model);
+        self
+    }
+
     /// Feeds upstream bytes; appends the client bytes they complete to `out`.
     pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let (parser, decoder, pending) = (&mut self.parser, &mut self.decoder, &mut self.pending);
