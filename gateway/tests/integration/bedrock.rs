@@ -3,7 +3,7 @@
 //! binary event stream), each request signed with SigV4 for the target's region (the mock
 //! checks no signature: tests/sdk/test_bedrock.py checks them with botocore), the model id
 //! percent-encoded in the path, a Bedrock API key as a bearer token, and the provider named
-//! in the access log.
+//! in the access log and the metrics.
 
 use crate::support::*;
 use http::StatusCode;
@@ -118,6 +118,11 @@ async fn every_dialect_streaming_and_not_signed() {
             "{r}"
         );
     }
+    gw.wait_metric(
+        "gateway_upstream_responses_total{model=\"br\",provider=\"bedrock\"}",
+        7.0,
+    )
+    .await;
     let everything = format!("{:?}{:?}", gw.stdout_lines(), gw.stderr_lines());
     assert!(!everything.contains(AWS_SECRET) && !everything.contains("integration-session-token"));
 }
@@ -151,4 +156,56 @@ async fn api_key_and_errors_in_the_clients_envelope() {
         format!("Bearer {UPSTREAM_KEY}").as_str()
     );
     assert!(up.headers.get("x-amz-date").is_none());
+}
+
+/// Container credentials that cannot be had (the endpoint's port is closed): the client
+/// gets a 503 in its envelope naming the provider and the target after the first-byte
+/// timeout; the failed fetches are logged without a token; the gateway stops cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_container_credentials_are_a_503() {
+    let closed = ClosedPort::new();
+    let config = format!(
+        "[upstream]\nfirst_byte_timeout_ms = 300\n{}",
+        bedrock(closed.url(), "aws_credentials = \"container\"")
+    );
+    let opts = StartOpts {
+        env: vec![
+            (
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI".into(),
+                format!("{}/creds", closed.url()),
+            ),
+            (
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN".into(),
+                "container-secret-token".into(),
+            ),
+        ],
+        ..StartOpts::default()
+    };
+    let mut gw = TestGateway::start_opts(&config, opts).await;
+    let r = gw
+        .send(post(MESSAGES, body(MESSAGES, "br", false)).bearer(CLIENT_KEY))
+        .await;
+    assert_eq!(assert_anthropic_error(&r, 503), "api_error");
+    let text = r.text();
+    assert!(
+        text.contains("credentials unavailable") && text.contains("provider bedrock"),
+        "{text}"
+    );
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !gw
+        .stderr_lines()
+        .iter()
+        .any(|l| l.contains("AWS credentials refresh failed"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            gw.stderr_lines()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!format!("{:?}", gw.stderr_lines()).contains("container-secret-token"));
+    gw.sigterm();
+    let status = gw.wait_exit(PATIENCE).await;
+    assert!(status.success(), "{status:?}: the refresher holds no exit");
 }
