@@ -168,6 +168,26 @@ fn encode_block(p: &Part, i: usize) -> Result<Value, TranslateError> {
     })
 }
 
+/// The images Converse cannot take (a URL, a type it does not know), each by its message,
+/// for the one 400 that names every refused field (`translate::encode_request`).
+pub(crate) fn refused_images(r: &Request) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, m) in r.messages.iter().enumerate() {
+        let results = m.parts.iter().flat_map(|p| match p {
+            Part::ToolResult { content, .. } => content.as_slice(),
+            _ => &[],
+        });
+        for p in m.parts.iter().chain(results) {
+            if let Part::Image(img) = p {
+                if let Err(TranslateError::Invalid { field, why }) = image(img, i) {
+                    out.push((field, why));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A base64 image as Converse's `{format, source: {bytes}}`. Converse fetches no URLs (its
 /// other source is S3), so a URL image is refused rather than sent broken.
 fn image(img: &Image, i: usize) -> Result<Value, TranslateError> {
@@ -362,11 +382,19 @@ mod tests {
             .unwrap()
             .get("toolConfig")
             .is_none());
-        // A URL image cannot be sent.
+        // A URL image cannot be sent; the one 400 names it with the other refusals.
         let body = json!({"model": "m", "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]});
-        let e = encode(Dialect::Chat, body, "m").unwrap_err();
-        assert!(e.to_string().contains("base64"), "{e}");
+            {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+            {"type": "image_url", "image_url": {"url": "data:image/bmp;base64,AAAA"}}]}],
+            "tools": [{"type": "function", "function": {"name": "t", "parameters": {}}}],
+            "parallel_tool_calls": false});
+        let e = encode(Dialect::Chat, body, "m").unwrap_err().to_string();
+        assert!(
+            e.contains("base64 data only")
+                && e.contains("image/bmp")
+                && e.contains("parallel_tool_calls"),
+            "{e}"
+        );
         // parallel_tool_calls: false has no Converse field.
         let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
             "tools": [{"type": "function", "function": {"name": "t", "parameters": {}}}],

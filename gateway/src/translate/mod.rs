@@ -218,8 +218,12 @@ pub(crate) fn encode_request(
         }
         Dialect::Converse => {
             no_cache(req, &mut verdicts);
-            converse_verdicts(req, target, &mut verdicts);
-            converse::encode_request(req, target)?
+            if converse_verdicts(req, target, &mut verdicts) {
+                // Refused images: `finish` below answers the one 400 naming every field.
+                Vec::new()
+            } else {
+                converse::encode_request(req, target)?
+            }
         }
         Dialect::Responses => unreachable!("no provider is translated to Responses"),
     };
@@ -294,9 +298,14 @@ const fn api_name(d: Dialect) -> &'static str {
     }
 }
 
-/// What Converse has no place for: one tool call per turn, JSON output, reasoning control
-/// (not mapped yet), and `top_k` outside Anthropic's models.
-fn converse_verdicts(req: &hub::Request, target: TargetInfo<'_>, verdicts: &mut policy::Verdicts) {
+/// What Converse has no place for: one tool call per turn, JSON output, images by URL,
+/// reasoning control (not mapped yet), and `top_k` outside Anthropic's models. Whether an
+/// image was refused (the body is then not encoded).
+fn converse_verdicts(
+    req: &hub::Request,
+    target: TargetInfo<'_>,
+    verdicts: &mut policy::Verdicts,
+) -> bool {
     if req.parallel_tool_calls == Some(false) {
         verdicts.refuse(
             "parallel_tool_calls",
@@ -309,6 +318,11 @@ fn converse_verdicts(req: &hub::Request, target: TargetInfo<'_>, verdicts: &mut 
             "AWS Bedrock's Converse takes no JSON output mode",
         );
     }
+    let images = converse::refused_images(req);
+    let refused = !images.is_empty();
+    for (field, why) in images {
+        verdicts.refuse(field, why);
+    }
     if target.reasoning {
         no_reasoning(req, false, verdicts);
     }
@@ -318,6 +332,7 @@ fn converse_verdicts(req: &hub::Request, target: TargetInfo<'_>, verdicts: &mut 
             "only Anthropic's models on Bedrock take top-k sampling",
         );
     }
+    refused
 }
 
 /// Seconds since the Unix epoch, for `created` fields.
