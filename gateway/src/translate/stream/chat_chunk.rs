@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::translate::json::scan::plain_len;
+use crate::translate::json::scan::{self, plain_len};
 use crate::translate::wire::{self, CachedIn, ChatUsageIn, ToolCallDeltaIn};
 
 /// One chunk (its in-stream error aside: serde reads those).
@@ -274,43 +274,9 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    /// A number, skipped ([`scan::number`]'s grammar).
     fn number(&mut self) -> Option<()> {
-        let b = self.s.as_bytes();
-        let digits = |i: &mut usize| {
-            let from = *i;
-            while b.get(*i).is_some_and(u8::is_ascii_digit) {
-                *i += 1;
-            }
-            *i > from
-        };
-        let mut i = self.i;
-        if b.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                digits(&mut i);
-            }
-            _ => return None,
-        }
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            if !digits(&mut i) {
-                return None;
-            }
-        }
-        if matches!(b.get(i), Some(b'e' | b'E')) {
-            i += 1;
-            if matches!(b.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            if !digits(&mut i) {
-                return None;
-            }
-        }
-        self.i = i;
+        self.i = scan::number(self.s.as_bytes(), self.i)?.0;
         Some(())
     }
 
