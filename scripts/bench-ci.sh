@@ -17,7 +17,7 @@
 # Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, callgrind-<shape>.json,
 # holdout.json, *.md.
 # About 15 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower; the
-# translated pairs add six callgrind shapes, the soak about 2).
+# translated pairs add nine callgrind shapes, the soak about 2).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -64,19 +64,11 @@ else
   echo "=== bench-ci: no textsearch chain in $chain (tier c builds it): its ratios are not reported"
 fi
 
-# The translated paths next to passthrough (`bench translated`): each pair sends the
+# The translated paths next to passthrough (scripts/bench-translated.sh): each pair sends the
 # same client body, the translated shape routes its model to the other provider, so the
-# difference is the translation's cost. chat-nonstream-minimal, the first pair's passthrough
-# side, is callgrind.json above.
+# difference is the translation's cost (callgrind-translated.md).
 t0=$SECONDS
-mapfile -t translated_shapes < <("$BENCH" translated --list-shapes)
-for shape in "${translated_shapes[@]}"; do
-  [ "$shape" = chat-nonstream-minimal ] && continue
-  "$BENCH" callgrind --shapes shapes --shape "$shape" "${variants[@]}" \
-    --work-dir "$out/callgrind-$shape" --json "$out/callgrind-$shape.json" \
-    --markdown "$out/callgrind-$shape.md"
-done
-"$BENCH" translated --results "$out" --markdown "$out/callgrind-translated.md"
+BENCH="$BENCH" bash "$repo/scripts/bench-translated.sh" "$out" "${variants[@]}"
 echo "=== bench-ci: translated paths in $((SECONDS - t0)) s"
 
 t0=$SECONDS

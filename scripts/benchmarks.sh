@@ -5,6 +5,7 @@
 #   callgrind  instructions / I1 misses / mispredictions per request, chat-nonstream-minimal
 #   holdout    the gate on the holdout shape (instructions/request <= 1.00x plain)
 #   ab         anchored interleaved throughput with a control leg (noisy, report only)
+#   translated translated paths beside passthrough, callgrind (scripts/bench-translated.sh)
 #   board      the public same-rig board's metrics, 2-core layout (scripts/bench-board.sh;
 #              noisy, report only; BOARD=0 skips it, BOARD_ROUNDS etc. as that script reads them)
 #   rss, load  idle RSS with gateway.example.toml; 32-connection keep-alive load check
@@ -141,6 +142,10 @@ holdout_shape=$(grep -l '^holdout = true' "$shapes"/*.toml | head -n1 | xargs ba
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
   --rounds 2 --windows 2 --window-s 1 --warmup-requests 300 \
   "${pin[@]}" --work-dir "$results/ab-holdout" --json "$results/ab-holdout.json"
+
+log "translated paths beside passthrough (scripts/bench-translated.sh)"
+BENCH="$BENCH" bash "$repo/scripts/bench-translated.sh" "$results" \
+  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt"
 
 if [ "${BOARD:-1}" != 0 ] && [ "$ncpu" -ge 2 ]; then
   log "the board's metrics, 2-core layout (scripts/bench-board.sh; noisy)"

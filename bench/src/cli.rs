@@ -347,8 +347,12 @@ struct ReportArgs {
     out: PathBuf,
     /// Replace only the board's section (between its markers) of the existing --out with the
     /// one from --results (scripts/bench-board.sh run alone), leaving the rest as it was.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "translated_only")]
     board_only: bool,
+    /// Replace only the translated paths' section (between its markers) of the existing
+    /// --out with the one from --results (scripts/bench-translated.sh run alone).
+    #[arg(long)]
+    translated_only: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Error> {
@@ -366,6 +370,9 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             let doc = if a.board_only {
                 let old = std::fs::read_to_string(&a.out)?;
                 report::splice_board(&a.results, &old)?
+            } else if a.translated_only {
+                let old = std::fs::read_to_string(&a.out)?;
+                report::splice_translated(&a.results, &old)?
             } else {
                 report::document(&a.results)?
             };

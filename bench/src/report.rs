@@ -400,7 +400,44 @@ pub(crate) fn splice_board(dir: &Path, old: &str) -> Result<String, String> {
             dir.display()
         )
     })?;
-    let (begin, end) = (board::report::BEGIN, board::report::END);
+    splice(old, board::report::BEGIN, board::report::END, &section)
+}
+
+/// The translated paths' section, between its markers (`Not measured` without results).
+fn translated_section(dir: &Path) -> Result<String, String> {
+    let mut s = format!("{}\n\n", translated::BEGIN);
+    let pairs = translated::measured(dir)?;
+    if pairs.is_empty() {
+        s.push_str(NOT_MEASURED);
+    } else {
+        if let Ok(note) = std::fs::read_to_string(dir.join(translated::RUN_NOTE)) {
+            s.push_str(note.trim_end());
+            s.push_str("\n\n");
+        }
+        s.push_str(&translated::markdown(&pairs));
+    }
+    s.push_str(translated::END);
+    s.push('\n');
+    Ok(s)
+}
+
+/// `old` with its translated section replaced by the one from `dir`
+/// (scripts/bench-translated.sh run alone).
+pub(crate) fn splice_translated(dir: &Path, old: &str) -> Result<String, String> {
+    if translated::measured(dir)?.is_empty() {
+        return Err(format!("no translated pairs measured in {}", dir.display()));
+    }
+    splice(
+        old,
+        translated::BEGIN,
+        translated::END,
+        &translated_section(dir)?,
+    )
+}
+
+/// `old` with what lies between `begin` and `end` (markers and one newline after `end`
+/// included) replaced by `section`.
+fn splice(old: &str, begin: &str, end: &str, section: &str) -> Result<String, String> {
     let (Some(a), Some(b)) = (old.find(begin), old.find(end)) else {
         return Err(format!(
             "the document has no {begin} ... {end} markers to replace between"
@@ -462,12 +499,7 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
     }
 
     s.push_str("\n## Translated paths beside passthrough (stable)\n\n");
-    let pairs = translated::measured(dir)?;
-    if pairs.is_empty() {
-        s.push_str(NOT_MEASURED);
-    } else {
-        s.push_str(&translated::markdown(&pairs));
-    }
+    s.push_str(&translated_section(dir)?);
 
     s.push_str("\n## Holdout gate (stable)\n\n");
     match read_json::<GateResult>(dir, HOLDOUT)? {
@@ -651,6 +683,42 @@ mod tests {
         assert!(spliced.ends_with("<!-- board:end -->\n## tail\n"));
         assert!(!spliced.contains("stale"));
         assert!(splice_board(&d, "# no markers\n").is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_translated_section_is_replaced_alone() {
+        use crate::callgrind::report_of as report;
+        let d = std::env::temp_dir().join(format!("bench-report-tr-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let old = document(&d).unwrap();
+        assert!(old.contains(translated::BEGIN) && old.contains(translated::END));
+        // Nothing measured: nothing to splice, and the document is not touched.
+        assert!(splice_translated(&d, &old).is_err());
+        let (p, t) = translated::PAIRS[2];
+        for (shape, ir) in [(p, 1000.0), (t, 1250.0)] {
+            let json = serde_json::to_string(&report(shape, &[("plain", ir)])).unwrap();
+            std::fs::write(d.join(format!("callgrind-{shape}.json")), json).unwrap();
+        }
+        std::fs::write(d.join(translated::RUN_NOTE), "Measured: a test.\n").unwrap();
+        let new = splice_translated(&d, &old).unwrap();
+        let (a, b) = (
+            new.find(translated::BEGIN).unwrap(),
+            new.find(translated::END).unwrap(),
+        );
+        assert!(new[a..b].contains("Measured: a test."));
+        assert!(new[a..b].contains(&format!("`{t}` plain 1.250: met")));
+        // Everything outside the markers is kept byte for byte.
+        let (oa, ob) = (
+            old.find(translated::BEGIN).unwrap(),
+            old.find(translated::END).unwrap(),
+        );
+        assert_eq!(old[..oa], new[..a]);
+        assert_eq!(
+            old[ob + translated::END.len()..],
+            new[b + translated::END.len()..]
+        );
+        assert!(splice_translated(&d, "# no markers\n").is_err());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -75,7 +75,21 @@ pub(crate) fn measured(dir: &Path) -> Result<Vec<(CallgrindReport, CallgrindRepo
     Ok(pairs)
 }
 
-/// One row per pair and variant (variants present on both sides).
+/// The markers around this section in BENCHMARKS.md, so that `bench report
+/// --translated-only` (scripts/bench-translated.sh) replaces it alone.
+pub const BEGIN: &str = "<!-- translated:begin -->";
+pub const END: &str = "<!-- translated:end -->";
+
+/// What `scripts/bench-translated.sh` says of its run (when, which binaries), shown above
+/// the table.
+pub const RUN_NOTE: &str = "translated-run.md";
+
+/// The target for a translated stream (issue 41): at most this many times its passthrough
+/// twin's instructions per request.
+pub const STREAM_TARGET: f64 = 1.30;
+
+/// One row per pair and variant (variants present on both sides), then the streaming
+/// target's verdict.
 pub(crate) fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
     let mut s = String::from(
         "Instructions per request (callgrind, marginal as above, one worker), each translated \
@@ -101,6 +115,31 @@ pub(crate) fn markdown(pairs: &[(CallgrindReport, CallgrindReport)]) -> String {
                 if *a > 0.0 { b / a } else { f64::NAN }
             );
         }
+    }
+    let streams: Vec<String> = pairs
+        .iter()
+        .filter(|(_, t)| t.shape.contains("-stream-"))
+        .flat_map(|(p, t)| {
+            p.variants.iter().filter_map(move |v| {
+                let a = *v.per_request.get("Ir")?;
+                let b = *t.get(&v.name)?.per_request.get("Ir")?;
+                let r = b / a;
+                let verdict = if r <= STREAM_TARGET {
+                    "met"
+                } else {
+                    "**NOT met**"
+                };
+                Some(format!("`{}` {} {r:.3}: {verdict}", t.shape, v.name))
+            })
+        })
+        .collect();
+    if !streams.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nTarget: a translated stream costs at most {STREAM_TARGET:.2}x its passthrough \
+             twin's instructions per request. {}.",
+            streams.join("; ")
+        );
     }
     s
 }
@@ -131,6 +170,21 @@ mod tests {
         let md = markdown(&[(p, t)]);
         assert!(md.contains("| plain | 1,000 | 1,500 | 1.500 |"), "{md}");
         assert!(md.contains("| pgo | 800 | 1,000 | 1.250 |"), "{md}");
+        // No streaming pair measured: no verdict.
+        assert!(!md.contains("Target:"), "{md}");
+    }
+
+    #[test]
+    fn the_stream_target_is_judged_per_variant() {
+        let (ps, ts) = PAIRS[2];
+        let p = report(ps, &[("plain", 1000.0), ("pgo", 1000.0)]);
+        let t = report(ts, &[("plain", 1300.0), ("pgo", 1301.0)]);
+        let md = markdown(&[(p, t)]);
+        assert!(md.contains(&format!("`{ts}` plain 1.300: met")), "{md}");
+        assert!(
+            md.contains(&format!("`{ts}` pgo 1.301: **NOT met**")),
+            "{md}"
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ const HINTS: [&str; 6] = [
 ];
 
 /// Decodes a chat completions request body; each field's fate goes to `cx`.
-pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
+pub(crate) fn decode_request(v: &mut Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
     walk::request(v, |k, val, r| {
         match k {
             "messages" => decode_messages(val, r, cx)?,
@@ -732,7 +732,12 @@ pub(crate) fn encode_response(r: &Response) -> Vec<u8> {
 /// Serialized into a buffer sized for a typical answer: growing from empty cost measurable
 /// reallocations per request.
 pub(crate) fn to_bytes(v: &impl serde::Serialize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1024);
+    to_bytes_sized(v, 1024)
+}
+
+/// [`to_bytes`] into a buffer of `capacity` to start with.
+pub(crate) fn to_bytes_sized(v: &impl serde::Serialize, capacity: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity);
     serde_json::to_writer(&mut out, v).expect("a JSON value serializes");
     out
 }

@@ -65,6 +65,31 @@ impl Request {
     }
 }
 
+impl Request {
+    /// About how many bytes its encoding takes: its texts, plus room for the rest. Sizing
+    /// the output once saved three reallocations (and copies) of a 4 KB body.
+    pub(crate) fn encoded_size_hint(&self) -> usize {
+        fn part(p: &Part) -> usize {
+            match p {
+                Part::Text(t) => t.len(),
+                Part::Image(Image::Url(u)) => u.len(),
+                Part::Image(Image::Base64 { data, .. }) => data.len(),
+                Part::ToolCall { arguments, .. } => arguments.len() + 64,
+                Part::ToolResult { content, .. } => content.iter().map(part).sum::<usize>() + 64,
+            }
+        }
+        let text: usize = self.system.iter().map(String::len).sum::<usize>()
+            + self
+                .messages
+                .iter()
+                .flat_map(|m| &m.parts)
+                .map(part)
+                .sum::<usize>();
+        // Escapes, keys and framing: an eighth more, and the fields around them.
+        text + text / 8 + 512 + 256 * self.tools.len()
+    }
+}
+
 /// Reasoning effort, on OpenAI's scale (Anthropic's `max` is `XHigh`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Effort {

@@ -64,6 +64,17 @@ pub(crate) fn need<'a>(
         .ok_or_else(|| invalid(format!("{}.{key}", at.path()), "is required"))
 }
 
+/// [`need`], for a value the caller takes parts of.
+pub(crate) fn need_mut<'a>(
+    o: &'a mut Map<String, Value>,
+    key: &str,
+    at: impl At,
+) -> Result<&'a mut Value, TranslateError> {
+    o.get_mut(key)
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| invalid(format!("{}.{key}", at.path()), "is required"))
+}
+
 /// A field path, or what builds it.
 pub(crate) trait At {
     fn path(&self) -> String;

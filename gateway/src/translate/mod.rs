@@ -115,13 +115,13 @@ pub(crate) fn decode_request_text(
     policy: policy::Policy,
     reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
-    let v = json::read(text).map_err(|e| not_json(Some(e)))?;
+    let mut v = json::read(text).map_err(|e| not_json(Some(e)))?;
     let mut verdicts = policy::Verdicts::new(policy);
     let mut r = match client {
-        Dialect::Chat => chat::decode_request(&v, &mut verdicts)?,
-        Dialect::Messages => messages::decode_request(&v, &mut verdicts)?,
-        Dialect::Responses => responses::decode_request(&v, &mut verdicts)?,
-        Dialect::Gemini => gemini::decode_request(&v, &mut verdicts)?,
+        Dialect::Chat => chat::decode_request(&mut v, &mut verdicts)?,
+        Dialect::Messages => messages::decode_request(&mut v, &mut verdicts)?,
+        Dialect::Responses => responses::decode_request(&mut v, &mut verdicts)?,
+        Dialect::Gemini => gemini::decode_request(&mut v, &mut verdicts)?,
         Dialect::Converse => return Err(not_a_client()),
     };
     // Strict: the reasoning fields the first target cannot take belong in the same one 400
@@ -208,9 +208,12 @@ pub(crate) fn encode_request(
     let body = match upstream {
         Dialect::Chat => {
             no_cache(req, &mut verdicts);
-            chat::to_bytes(&chat::encode_request(req, target))
+            chat::to_bytes_sized(&chat::encode_request(req, target), req.encoded_size_hint())
         }
-        Dialect::Messages => chat::to_bytes(&messages::encode_request(req, target)?),
+        Dialect::Messages => chat::to_bytes_sized(
+            &messages::encode_request(req, target)?,
+            req.encoded_size_hint(),
+        ),
         Dialect::Gemini => {
             // Gemini caches prompts by itself (implicit caching): breakpoints have no place.
             no_cache(req, &mut verdicts);

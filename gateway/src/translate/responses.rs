@@ -35,7 +35,7 @@ const ECHOED: [&str; 7] = [
 ];
 
 /// Decodes a Responses request body; each field's fate goes to `cx`.
-pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
+pub(crate) fn decode_request(v: &mut Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
     let mut r = walk::request(v, |k, val, r| {
         match k {
             "input" => decode_input(val, r, cx)?,

@@ -9,11 +9,16 @@ use super::TranslateError;
 
 /// Decodes a request body: an object whose fields go to `field` one at a time, except
 /// nulls (absent, in all three APIs) and `model` (the gateway chose the upstream's).
+///
+/// `field` may take what it keeps out of the value (a message's text) instead of copying
+/// it: the body is decoded once and dropped.
 pub(super) fn request(
-    v: &Value,
-    mut field: impl FnMut(&str, &Value, &mut Request) -> Result<(), TranslateError>,
+    v: &mut Value,
+    mut field: impl FnMut(&str, &mut Value, &mut Request) -> Result<(), TranslateError>,
 ) -> Result<Request, TranslateError> {
-    let o = object(v, "body")?;
+    let o = v
+        .as_object_mut()
+        .ok_or_else(|| super::json::invalid("body", "must be an object"))?;
     let mut r = Request::default();
     for (key, val) in o {
         if val.is_null() || key == "model" {

@@ -58,7 +58,7 @@ fn camel(k: &str) -> Cow<'_, str> {
 
 /// Decodes a `generateContent` body (the model and whether it streams come from the path);
 /// each field's fate goes to `cx`.
-pub(crate) fn decode_request(v: &Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
+pub(crate) fn decode_request(v: &mut Value, cx: &mut Verdicts) -> Result<Request, TranslateError> {
     walk::request(v, |k, val, r| {
         let k = camel(k);
         let k = k.as_ref();

@@ -6,7 +6,7 @@ use crate::translate::policy::{Policy, Verdicts};
 
 fn decode(v: Value) -> Result<(Request, Vec<String>), TranslateError> {
     let mut cx = Verdicts::new(Policy::default());
-    let r = decode_request(&v, &mut cx)?;
+    let r = decode_request(&mut v.clone(), &mut cx)?;
     let dropped = cx.finish("OpenAI chat completions")?;
     Ok((r, dropped))
 }

@@ -157,49 +157,15 @@ impl Reader<'_> {
         serde_json::from_str(literal).ok()
     }
 
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; serde_json reads all but small
+    /// A number ([`super::scan::number`]'s grammar); serde_json reads all but small
     /// non-negative integers, so that floats and negative zero come out as it makes them.
     fn number(&mut self) -> Option<Number> {
-        let b = self.b;
-        let digits = |i: &mut usize| {
-            let from = *i;
-            while b.get(*i).is_some_and(u8::is_ascii_digit) {
-                *i += 1;
-            }
-            *i > from
-        };
         let from = self.i;
-        let mut i = from;
-        if b[i] == b'-' {
-            i += 1;
-        }
-        match b.get(i)? {
-            b'0' => i += 1,
-            b'1'..=b'9' => {
-                digits(&mut i);
-            }
-            _ => return None,
-        }
-        let integer = i;
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            if !digits(&mut i) {
-                return None;
-            }
-        }
-        if matches!(b.get(i), Some(b'e' | b'E')) {
-            i += 1;
-            if matches!(b.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            if !digits(&mut i) {
-                return None;
-            }
-        }
-        self.i = i;
-        let token = &self.s[from..i];
+        let (end, integer) = super::scan::number(self.b, from)?;
+        self.i = end;
+        let token = &self.s[from..end];
         // Up to 19 digits always fit a u64.
-        if integer == i && b[from] != b'-' && token.len() <= 19 {
+        if integer && self.b[from] != b'-' && token.len() <= 19 {
             return token.parse::<u64>().ok().map(Number::from);
         }
         token.parse().ok()

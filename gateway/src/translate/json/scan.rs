@@ -22,6 +22,47 @@ pub(crate) fn plain_len(b: &[u8]) -> usize {
     }
 }
 
+/// A JSON number token at `b[from..]`,
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: where it ends, and whether it is an
+/// integer (no fraction, no exponent). `None`: no number there.
+pub(crate) fn number(b: &[u8], from: usize) -> Option<(usize, bool)> {
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    let mut i = from;
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => {
+            digits(&mut i);
+        }
+        _ => return None,
+    }
+    let integer = i;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return None;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return None;
+        }
+    }
+    Some((i, integer == i))
+}
+
 fn special(x: u8) -> bool {
     x == b'"' || x == b'\\' || x < 0x20
 }

@@ -49,9 +49,7 @@ impl Frame<'_> {
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum BlockStart<'a> {
-    Text {
-        text: &'static str,
-    },
+    // Text blocks start in `open_text`.
     ToolUse {
         id: &'a str,
         name: &'a str,
@@ -141,6 +139,18 @@ impl MessagesEncoder {
         self.open = Some(kind);
     }
 
+    /// [`Self::open`] of a text block, written directly: through serde this one frame cost
+    /// ~1,200 instructions, a tenth of what a short translated stream's encoding costs.
+    fn open_text(&mut self, out: &mut Vec<u8>) {
+        self.close(out);
+        out.extend_from_slice(
+            b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":",
+        );
+        number(out, self.index as u64);
+        out.extend_from_slice(b",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
+        self.open = Some(Block::Text);
+    }
+
     fn close(&mut self, out: &mut Vec<u8>) {
         if self.open.take().is_some() {
             out.extend_from_slice(
@@ -158,7 +168,7 @@ impl MessagesEncoder {
             Event::Text(t) => {
                 self.start(out, "msg", "");
                 if self.open != Some(Block::Text) {
-                    self.open(out, Block::Text, BlockStart::Text { text: "" });
+                    self.open_text(out);
                 }
                 text_delta(out, self.index, t);
             }

@@ -134,7 +134,8 @@ impl Translator {
                 Dialect::Gemini => Encoder::Gemini(GeminiEncoder::new(view.json_array_stream)),
                 Dialect::Responses => Encoder::Responses(ResponsesEncoder::new(view)),
             },
-            pending: Vec::new(),
+            // A chunk's events at once (the first chunk's are several): no growing.
+            pending: Vec::with_capacity(8),
             usage: None,
             events: 0,
             tool_calls: 0,
