@@ -17,8 +17,9 @@ Credentials: `api-key: API_KEY` or `Authorization: Bearer ENTRA_TOKEN`; a reques
 neither valid gets Azure's 401 (the key's message or the token's). A request carrying both
 is recorded as such (the tests assert it never happens).
 
-Streams (`"stream": true`) are OpenAI's SSE, sent chunked (one event a chunk), so a cut is
-visible as one. Deployments pick the behaviour: `throttle` answers 429 with `Retry-After: 1`
+Streams (`"stream": true`) are OpenAI's SSE as Azure sends it (a first chunk with no
+choices, no model and the prompt's `prompt_filter_results`), sent chunked (one event a
+chunk), so a cut is visible as one. Deployments pick the behaviour: `throttle` answers 429 with `Retry-After: 1`
 and Azure's rate-limit message; `cut` sends one event and closes the connection inside the
 chunked body. With tools and no tool result yet, the answer calls the first tool with
 `{"city": "Paris"}`; after a tool result it answers `TOOL_TEXT`.
@@ -37,6 +38,7 @@ RESPONSES_MIN_VERSION = "2025-03-01-preview"
 TEXT = "Hello from Azure"
 TOOL_TEXT = "It is 18C in Paris."
 CALL_ID = "call_azure_1"
+MODEL = "gpt-4o-2024-08-06"  # Azure answers with the deployed model, not the deployment
 USAGE = {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
 
 KEY_401 = ("Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide "
@@ -90,7 +92,11 @@ def chat_events(model: str, tool: dict | None, usage: bool, text: str) -> list:
         return {"id": "chatcmpl-az", "object": "chat.completion.chunk", "created": 1700000000, "model": model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
-    out = [chunk({"role": "assistant", "content": ""})]
+    # Azure's first chunk: no choices, no model, the prompt's content-filter results.
+    filters = {"hate": {"filtered": False, "severity": "safe"}, "violence": {"filtered": False, "severity": "safe"}}
+    out = [{"choices": [], "created": 0, "id": "", "model": "", "object": "",
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filters}]},
+           chunk({"role": "assistant", "content": ""})]
     if tool:
         args = json.dumps({"city": "Paris"})
         out.append(chunk({"tool_calls": [{"index": 0, "id": CALL_ID, "type": "function",
@@ -192,7 +198,7 @@ class AzureMock:
         if deployment == "throttle":
             return 429, {"retry-after": "1", "x-ratelimit-remaining-tokens": "0"}, \
                 azure_error("429", THROTTLED.format(v=version)), deployment
-        model = "gpt-4o-2024-08-06"  # Azure answers with the underlying model, not the deployment
+        model = MODEL
         stream = body.get("stream") is True
         text = TOOL_TEXT if body.get("tools") else TEXT
         if kind == "chat":
@@ -210,6 +216,7 @@ class AzureMock:
 def make_handler(mock: AzureMock):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are separate writes
 
         def log_message(self, *args):  # quiet
             pass
@@ -238,7 +245,7 @@ def make_handler(mock: AzureMock):
                     data = e.encode()
                     self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
-                    if deployment == "cut" and i == 1:
+                    if deployment == "cut" and i == 2:
                         # Inside the next chunk: promised bytes that never come.
                         self.wfile.write(b"400\r\ndata: {\"id\":")
                         self.wfile.flush()

@@ -278,6 +278,8 @@ def test_anthropic_messages(azure, azure_gateway, model, stream):
     assert m.content[0].text == azure_mock.TEXT
     assert m.stop_reason == "end_turn"
     assert m.usage.input_tokens == 9 and m.usage.output_tokens == 4
+    # Azure's model, streaming too (its first chunk, the prompt filter's, names none).
+    assert m.model == azure_mock.MODEL
     [s] = new_seen(azure, before)
     if model == "az-classic":
         assert_classic(s, "/openai/deployments/gpt-4o-dep/chat/completions")
@@ -316,11 +318,14 @@ def test_gemini(azure, azure_gateway, model, stream):
     gai = genai_client(azure_gateway.url)
     before = len(azure.seen)
     if stream:
-        text = "".join(c.text or "" for c in gai.models.generate_content_stream(model=model, contents="Say hello."))
+        chunks = list(gai.models.generate_content_stream(model=model, contents="Say hello."))
+        text = "".join(c.text or "" for c in chunks)
+        assert {c.model_version for c in chunks} == {azure_mock.MODEL}
     else:
         r = gai.models.generate_content(model=model, contents="Say hello.")
         text = r.text
         assert r.usage_metadata.prompt_token_count == 9
+        assert r.model_version == azure_mock.MODEL
     assert text == azure_mock.TEXT
     [s] = new_seen(azure, before)
     if model == "az-classic":
