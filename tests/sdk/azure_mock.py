@@ -20,7 +20,8 @@ is recorded as such (the tests assert it never happens).
 Streams (`"stream": true`) are OpenAI's SSE as Azure sends it (a first chunk with no
 choices, no model and the prompt's `prompt_filter_results`), sent chunked (one event a
 chunk), so a cut is visible as one. Deployments pick the behaviour: `throttle` answers 429 with `Retry-After: 1`
-and Azure's rate-limit message; `cut` sends one event and closes the connection inside the
+and Azure's rate-limit message; `filtered` stops the answer with `finish_reason:
+"content_filter"` (its content-filter results say what was filtered); `cut` sends one event and closes the connection inside the
 chunked body. With tools and no tool result yet, the answer calls the first tool with
 `{"city": "Paris"}`; after a tool result it answers `TOOL_TEXT`.
 """
@@ -33,7 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 
 API_KEY = "azure-resource-key-gw-sdk-0123456789abcdef"
 ENTRA_TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra-mock-gw-sdk.sig"
-DEPLOYMENTS = {"gpt-4o-dep", "throttle", "cut"}
+DEPLOYMENTS = {"gpt-4o-dep", "throttle", "cut", "filtered"}
 RESPONSES_MIN_VERSION = "2025-03-01-preview"
 TEXT = "Hello from Azure"
 TOOL_TEXT = "It is 18C in Paris."
@@ -201,6 +202,18 @@ class AzureMock:
         model = MODEL
         stream = body.get("stream") is True
         text = TOOL_TEXT if body.get("tools") else TEXT
+        if kind == "chat" and deployment == "filtered":
+            text = TEXT.split()[0]
+            if stream:
+                events = chat_events(model, None, False, text)
+                last = json.loads(events[-2].removeprefix("data: "))
+                last["choices"][0]["finish_reason"] = "content_filter"
+                last["choices"][0]["content_filter_results"] = {"violence": {"filtered": True, "severity": "high"}}
+                return 200, {}, events[:-2] + [f"data: {json.dumps(last)}\n\n", events[-1]], deployment
+            answer = chat_answer(model, None, text)
+            answer["choices"][0]["finish_reason"] = "content_filter"
+            answer["choices"][0]["content_filter_results"] = {"violence": {"filtered": True, "severity": "high"}}
+            return 200, {}, answer, deployment
         if kind == "chat":
             tool = body["tools"][0] if wants_tool(body, "tool") else None
             if stream:

@@ -53,6 +53,7 @@ def azure_gateway(workdir, azure):
         "az-missing": ("no-such-deployment", CLASSIC_VERSION, "GW_SDK_AZURE_KEY", ""),
         "az-throttle": ("throttle", CLASSIC_VERSION, "GW_SDK_AZURE_KEY", ""),
         "az-cut": ("cut", CLASSIC_VERSION, "GW_SDK_AZURE_KEY", ""),
+        "az-filtered": ("filtered", CLASSIC_VERSION, "GW_SDK_AZURE_KEY", ""),
     }
     text = (
         '[server]\nlisten = "127.0.0.1:0"\nshutdown_grace_ms = 5000\n\n'
@@ -384,10 +385,39 @@ def test_throttling_is_each_sdks_rate_limit_error(azure_gateway, stream):
         else:
             ant.messages.create(model="az-throttle", max_tokens=10, messages=PROMPT)
     assert e.value.body["error"]["type"] == "rate_limit_error"
+    assert e.value.response.headers.get("retry-after") == "1"
     gai = genai_client(azure_gateway.url)
     with pytest.raises(genai_errors.ClientError) as e:
         gai.models.generate_content(model="az-throttle", contents="Say hello.")
     assert e.value.code == 429
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_content_filter_stop_is_each_clients_own(azure_gateway, stream):
+    """Azure's content filter ends an answer with `finish_reason: "content_filter"`: the
+    openai client gets it as is, anthropic a `refusal`, google-genai `SAFETY`."""
+    oai = openai_client(azure_gateway.url)
+    if stream:
+        chunks = list(oai.chat.completions.create(model="az-filtered", messages=PROMPT, stream=True))
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "content_filter"
+    else:
+        r = oai.chat.completions.create(model="az-filtered", messages=PROMPT)
+        assert r.choices[0].finish_reason == "content_filter"
+    ant = anthropic_client(azure_gateway.url)
+    kw = dict(model="az-filtered", max_tokens=10, messages=PROMPT)
+    if stream:
+        with ant.messages.stream(**kw) as s:
+            m = s.get_final_message()
+    else:
+        m = ant.messages.create(**kw)
+    assert m.stop_reason == "refusal"
+    gai = genai_client(azure_gateway.url)
+    if stream:
+        chunks = list(gai.models.generate_content_stream(model="az-filtered", contents="Say hello."))
+        reasons = [c.candidates[0].finish_reason for c in chunks if c.candidates and c.candidates[0].finish_reason]
+    else:
+        reasons = [gai.models.generate_content(model="az-filtered", contents="Say hello.").candidates[0].finish_reason]
+    assert [r.name for r in reasons] == ["SAFETY"]
 
 
 def test_a_cut_stream_never_ends_cleanly(azure_gateway):
