@@ -103,6 +103,12 @@ impl ChatDecoder {
                 }
             },
         };
+        // Azure OpenAI's first chunk names no id or model (`""`) and carries only the
+        // prompt's content-filter results (`choices: []`): the answer starts at the next
+        // chunk, which names them.
+        if !self.started && v.choice.is_none() && v.usage.is_none() {
+            return;
+        }
         if !self.started {
             self.started = true;
             out.push(Event::Start {

@@ -156,6 +156,30 @@ fn chat_to_anthropic_lifecycle() {
     assert_eq!(delta["usage"]["cache_read_input_tokens"], 3);
 }
 
+/// Azure OpenAI opens a stream with a chunk of no choices, no id and no model, only the
+/// prompt's content-filter results: every translated client names the model of the chunks
+/// after it, as on a non-streaming answer.
+#[test]
+fn azure_prompt_filter_chunk_does_not_name_the_answer() {
+    let azure = format!(
+        "data: {{\"choices\":[],\"created\":0,\"id\":\"\",\"model\":\"\",\"object\":\"\",\"prompt_filter_results\":[{{\"prompt_index\":0,\"content_filter_results\":{{}}}}]}}\n\n{CHAT_STREAM}"
+    );
+    let ev = every_split(Dialect::Messages, Dialect::Chat, &azure);
+    assert_eq!(ev[0].0, "message_start");
+    assert_eq!(json(&ev[0].1)["message"]["model"], "gpt");
+    assert_eq!(
+        ev,
+        every_split(Dialect::Messages, Dialect::Chat, CHAT_STREAM)
+    );
+    let ev = every_split(Dialect::Gemini, Dialect::Chat, &azure);
+    assert!(
+        ev.iter().all(|(_, d)| json(d)["modelVersion"] == "gpt"),
+        "{ev:?}"
+    );
+    let ev = every_split(Dialect::Responses, Dialect::Chat, &azure);
+    assert_eq!(check_responses(&ev)["model"], "gpt");
+}
+
 fn check_responses(ev: &[(String, String)]) -> Value {
     let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
