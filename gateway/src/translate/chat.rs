@@ -477,7 +477,7 @@ pub(super) fn encode_request<'a>(r: &'a Request, t: TargetInfo<'a>) -> wire::Cha
         .collect();
     wire::ChatRequestOut {
         model: t.model,
-        messages,
+        messages: wire::ChatTurns(messages),
         stream: r.stream,
         // Always: the gateway needs the usage for accounting and for the client's dialect.
         stream_options: r.stream.then_some(wire::IncludeUsage {

@@ -124,9 +124,6 @@ pub(crate) fn is_inert(v: &Value) -> bool {
     }
 }
 
-/// Strings shorter than this go through serde_json's own escaping (no scratch buffer).
-const FAST_MIN: usize = 64;
-
 /// Writes `s` as a JSON string literal, escaped exactly as serde_json escapes it. serde_json
 /// looks each byte up in a table: the text of a translated request's messages cost ~6
 /// instructions a byte that way; [`scan::plain_len`] skips plain runs 32 bytes a step.
@@ -191,32 +188,12 @@ impl Sink for Vec<u8> {
 /// fragment is written verbatim.
 const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 
-/// `serialize_with` for a long string: escaped by [`write_str`], written as a raw fragment.
-pub(crate) fn fast_str<T: AsRef<str> + ?Sized, S: serde::Serializer>(
-    v: &T,
-    ser: S,
-) -> Result<S::Ok, S::Error> {
+/// Serializes `json`, a whole JSON value, as it is (as `RawValue` does).
+pub(crate) fn raw_fragment<S: serde::Serializer>(json: &str, ser: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeStruct;
-    let s = v.as_ref();
-    if s.len() < FAST_MIN {
-        return ser.serialize_str(s);
-    }
-    let mut lit = String::new();
-    write_str(&mut lit, s);
     let mut st = ser.serialize_struct(RAW_TOKEN, 1)?;
-    st.serialize_field(RAW_TOKEN, &lit)?;
+    st.serialize_field(RAW_TOKEN, json)?;
     st.end()
-}
-
-/// [`fast_str`] for an optional string (`None` is `null`).
-pub(crate) fn fast_opt_str<S: serde::Serializer>(
-    v: &Option<String>,
-    ser: S,
-) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(s) => fast_str(s, ser),
-        None => ser.serialize_none(),
-    }
 }
 
 #[cfg(test)]
@@ -230,21 +207,6 @@ mod tests {
             let mut out = String::new();
             write_str(&mut out, &s);
             prop_assert_eq!(out, serde_json::to_string(&s).unwrap());
-        }
-    }
-
-    #[test]
-    fn fast_str_writes_the_same_json() {
-        #[derive(serde::Serialize)]
-        struct T<'a> {
-            #[serde(serialize_with = "fast_str")]
-            s: &'a str,
-        }
-        for s in ["short", &"x\"y\\z\n\u{1}é\u{7f}".repeat(20)] {
-            assert_eq!(
-                serde_json::to_string(&T { s }).unwrap(),
-                serde_json::to_string(&serde_json::json!({ "s": s })).unwrap()
-            );
         }
     }
 }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::json::{fast_opt_str, fast_str};
+use super::json::{raw_fragment, write_str};
 
 // ---- chat completions, as an upstream answers ----
 
@@ -273,7 +273,7 @@ pub(crate) struct ToolCallDeltaIn<'a> {
 #[derive(Serialize)]
 pub(super) struct ChatRequestOut<'a> {
     pub(super) model: &'a str,
-    pub(super) messages: Vec<ChatTurnOut<'a>>,
+    pub(super) messages: ChatTurns<'a>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -307,12 +307,127 @@ pub(super) struct IncludeUsage {
     pub(super) include_usage: bool,
 }
 
+/// The messages, written by [`ChatTurns::write`] as one raw JSON fragment: serde spent
+/// ~110 instructions on every key (escaping it) and a scratch string on every long text;
+/// this was the bulk of encoding a translated request (callgrind, issue 41). The derived
+/// `Serialize` of [`ChatTurnOut`] is what it must equal (tested).
+pub(super) struct ChatTurns<'a>(pub(super) Vec<ChatTurnOut<'a>>);
+
+impl ChatTurns<'_> {
+    /// The JSON array of the turns, exactly as serde_json writes `Vec<ChatTurnOut>`.
+    fn write(&self, out: &mut String) {
+        out.push('[');
+        for (i, t) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match t {
+                ChatTurnOut::System { content } => {
+                    out.push_str(r#"{"role":"system","content":"#);
+                    write_str(out, content);
+                }
+                ChatTurnOut::User { content } => {
+                    out.push_str(r#"{"role":"user","content":"#);
+                    match content {
+                        ChatUserContent::Text(text) => write_str(out, text),
+                        ChatUserContent::Parts(parts) => {
+                            out.push('[');
+                            for (j, p) in parts.iter().enumerate() {
+                                if j > 0 {
+                                    out.push(',');
+                                }
+                                match p {
+                                    ChatUserPart::Text { text } => {
+                                        out.push_str(r#"{"type":"text","text":"#);
+                                        write_str(out, text);
+                                        out.push('}');
+                                    }
+                                    ChatUserPart::ImageUrl { image_url } => {
+                                        out.push_str(r#"{"type":"image_url","image_url":{"url":"#);
+                                        write_str(out, &image_url.url);
+                                        out.push_str("}}");
+                                    }
+                                }
+                            }
+                            out.push(']');
+                        }
+                    }
+                }
+                ChatTurnOut::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    out.push_str(r#"{"role":"assistant","content":"#);
+                    match content {
+                        Some(text) => write_str(out, text),
+                        None => out.push_str("null"),
+                    }
+                    if !tool_calls.is_empty() {
+                        out.push_str(r#","tool_calls":["#);
+                        for (j, c) in tool_calls.iter().enumerate() {
+                            if j > 0 {
+                                out.push(',');
+                            }
+                            out.push_str(r#"{"id":"#);
+                            write_str(out, c.id);
+                            out.push_str(r#","type":"#);
+                            write_str(out, c.ty);
+                            out.push_str(r#","function":{"name":"#);
+                            write_str(out, c.function.name);
+                            out.push_str(r#","arguments":"#);
+                            write_str(out, c.function.arguments);
+                            out.push_str("}}");
+                        }
+                        out.push(']');
+                    }
+                }
+                ChatTurnOut::Tool {
+                    tool_call_id,
+                    content,
+                } => {
+                    out.push_str(r#"{"role":"tool","tool_call_id":"#);
+                    write_str(out, tool_call_id);
+                    out.push_str(r#","content":"#);
+                    write_str(out, content);
+                }
+            }
+            out.push('}');
+        }
+        out.push(']');
+    }
+
+    /// Room for the turns' texts and their framing.
+    fn size_hint(&self) -> usize {
+        let text = |t: &ChatTurnOut<'_>| match t {
+            ChatTurnOut::System { content } | ChatTurnOut::Tool { content, .. } => content.len(),
+            ChatTurnOut::User {
+                content: ChatUserContent::Text(text),
+            } => text.len(),
+            ChatTurnOut::User {
+                content: ChatUserContent::Parts(parts),
+            } => parts.len() * 64,
+            ChatTurnOut::Assistant {
+                content,
+                tool_calls,
+            } => content.as_ref().map_or(0, String::len) + tool_calls.len() * 128,
+        };
+        self.0.iter().map(|t| text(t) + 48).sum::<usize>() + 2
+    }
+}
+
+impl Serialize for ChatTurns<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut out = String::with_capacity(self.size_hint());
+        self.write(&mut out);
+        raw_fragment(&out, ser)
+    }
+}
+
 /// One chat message, tagged by `role`.
 #[derive(Serialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub(super) enum ChatTurnOut<'a> {
     System {
-        #[serde(serialize_with = "fast_str")]
         content: Cow<'a, str>,
     },
     User {
@@ -320,14 +435,12 @@ pub(super) enum ChatTurnOut<'a> {
     },
     Assistant {
         /// `null` for a turn that only calls tools.
-        #[serde(serialize_with = "fast_opt_str")]
         content: Option<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ChatToolCallOut<'a>>,
     },
     Tool {
         tool_call_id: &'a str,
-        #[serde(serialize_with = "fast_str")]
         content: Cow<'a, str>,
     },
 }
@@ -336,20 +449,15 @@ pub(super) enum ChatTurnOut<'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 pub(super) enum ChatUserContent<'a> {
-    Text(#[serde(serialize_with = "fast_str")] &'a str),
+    Text(&'a str),
     Parts(Vec<ChatUserPart<'a>>),
 }
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum ChatUserPart<'a> {
-    Text {
-        #[serde(serialize_with = "fast_str")]
-        text: &'a str,
-    },
-    ImageUrl {
-        image_url: ImageUrlOut,
-    },
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrlOut },
 }
 
 #[derive(Serialize)]
@@ -387,4 +495,63 @@ pub(super) enum ChatToolChoiceOut<'a> {
 #[derive(Serialize)]
 pub(super) struct NameOut<'a> {
     pub(super) name: &'a str,
+}
+
+#[cfg(test)]
+mod chat_turns_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        "\\PC{0,40}|[a-z \"\\\\\\n\\x00-\\x1f\u{7f}é]{0,12}"
+    }
+
+    proptest! {
+        /// The hand-written messages are byte for byte what serde_json makes of the derived
+        /// `Serialize`, every variant, any text (escapes, control bytes, non-ASCII).
+        #[test]
+        fn turns_are_written_as_serde_writes_them(
+            a in text(), b in text(), c in text(), some: bool, calls in 0..3usize, parts: bool,
+        ) {
+            let call = || ChatToolCallOut {
+                id: &a,
+                ty: "function",
+                function: ChatFunctionOut { name: &b, arguments: &c },
+            };
+            let turns = vec![
+                ChatTurnOut::System { content: Cow::Borrowed(&a) },
+                if parts {
+                    ChatTurnOut::User {
+                        content: ChatUserContent::Parts(vec![
+                            ChatUserPart::Text { text: &b },
+                            ChatUserPart::ImageUrl { image_url: ImageUrlOut { url: c.clone() } },
+                        ]),
+                    }
+                } else {
+                    ChatTurnOut::User { content: ChatUserContent::Text(&b) }
+                },
+                ChatTurnOut::Assistant {
+                    content: some.then(|| c.clone()),
+                    tool_calls: (0..calls)
+                        .map(|_| call())
+                        .collect(),
+                },
+                ChatTurnOut::Tool { tool_call_id: &a, content: Cow::Borrowed(&c) },
+            ];
+            let want = serde_json::to_string(&turns).unwrap();
+            let turns = ChatTurns(turns);
+            prop_assert_eq!(serde_json::to_string(&turns).unwrap(), want.clone());
+            // As a raw fragment it is a whole value: to_value reads it back.
+            prop_assert_eq!(
+                serde_json::to_value(&turns).unwrap(),
+                serde_json::from_str::<serde_json::Value>(&want).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn no_turns_is_an_empty_array() {
+        assert_eq!(serde_json::to_string(&ChatTurns(Vec::new())).unwrap(), "[]");
+    }
 }
