@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from mock_server import serve
+
 API_KEY = "azure-resource-key-gw-sdk-0123456789abcdef"
 ENTRA_TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra-mock-gw-sdk.sig"
 DEPLOYMENTS = {"gpt-4o-dep", "throttle", "cut", "filtered"}
@@ -277,9 +279,4 @@ def make_handler(mock: AzureMock):
 
 def start() -> AzureMock:
     mock = AzureMock()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(mock))
-    server.daemon_threads = True
-    mock.server = server
-    mock.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return mock
+    return serve(mock, make_handler(mock))

@@ -33,6 +33,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.eventstream import EventStreamBuffer
 
+from mock_server import serve
+
 ACCESS_KEY = "AKIDGATEWAYSDKTEST01"
 SECRET_KEY = "gw-sdk-secret/Key+0123456789abcdefghijklm"
 SESSION_TOKEN = "gw-sdk-session-token-0123456789"
@@ -279,9 +281,4 @@ def make_handler(mock: BedrockMock):
 
 def start() -> BedrockMock:
     mock = BedrockMock()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(mock))
-    server.daemon_threads = True
-    mock.server = server
-    mock.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return mock
+    return serve(mock, make_handler(mock))

@@ -31,6 +31,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from google.auth import jwt as google_jwt
 
+from mock_server import serve
+
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -265,9 +267,4 @@ def make_handler(mock: CloudMock):
 
 def start() -> CloudMock:
     mock = CloudMock()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(mock))
-    server.daemon_threads = True
-    mock.server = server
-    mock.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return mock
+    return serve(mock, make_handler(mock))
