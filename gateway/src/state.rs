@@ -133,6 +133,9 @@ pub(crate) struct State {
     /// (a fixed table from the config; lookups insert nothing, so flooding it is not a risk).
     pub(crate) model_index: foldhash::HashMap<Box<str>, usize>,
     pub(crate) models: Vec<ModelEntry>,
+    /// Per client dialect: whether some model translates it. Its bodies are then read whole
+    /// at once (`proxy::request::parse`), the head taken from the same reading.
+    pub(crate) translating: [bool; 4],
     pub(crate) keys: Keys,
     /// Where the key's and model's limiters keep their buckets.
     pub(crate) limits: Limits,
@@ -285,9 +288,11 @@ impl State {
             |allowed| render_models(&names, allowed),
         )?;
         let limits = Limits::build(&cfg.rate_limits, &metrics)?;
+        let translating = Dialect::ALL.map(|d| models.iter().any(|m| m.translates[d.index()]));
         Ok(State {
             model_index,
             models,
+            translating,
             keys,
             limits,
             models_json,

@@ -3,6 +3,8 @@
 //! the model (decoded) or the error it gets, `stream`, `include_usage`; the model rewrite
 //! changes exactly the model's bytes; asking for usage yields a body that is the client's
 //! with the new model and `stream_options.include_usage: true`, its other options kept.
+//! Reading the body whole (`parse`, for translation) gives the same head or the same error,
+//! and serde_json's `Value`.
 
 use std::borrow::Cow;
 
@@ -14,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::{apply, edit, fuzz, json_value, render, style, text, Edit, Style, J};
 use crate::dialect::{GeminiCall, GeminiMethod};
-use crate::proxy::request::{gemini_head, parse_head, HeadError};
+use crate::proxy::request::{gemini_head, parse, parse_head, HeadError};
 
 /// The root object's members as written, repeats included.
 struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
@@ -180,6 +182,7 @@ fn check((tree, style, edits): (J, Style, Vec<Edit>)) -> Result<(), TestCaseErro
         Err(HeadError::ModelNotString) => Want::ModelNotString,
     };
     prop_assert_eq!(&got, &want, "body {}", shown);
+    same_when_whole(&bytes, None, &head)?;
     let (Ok(h), Want::Head { span, .. }) = (&head, &want) else {
         return Ok(());
     };
@@ -222,6 +225,27 @@ fn check((tree, style, edits): (J, Style, Vec<Edit>)) -> Result<(), TestCaseErro
     Ok(())
 }
 
+/// `parse` reading the body whole agrees with the head scan `head` (spans included), and its
+/// tree is serde_json's.
+fn same_when_whole(
+    bytes: &[u8],
+    gemini: Option<&GeminiCall>,
+    head: &Result<crate::proxy::request::RequestHead<'_>, HeadError>,
+) -> Result<(), TestCaseError> {
+    let shown = String::from_utf8_lossy(bytes);
+    let whole = parse(bytes, gemini, true);
+    match (&whole, head) {
+        (Ok((got, value)), Ok(want)) => {
+            prop_assert_eq!(got, want, "body {}", shown);
+            let serde = serde_json::from_slice::<Value>(bytes).ok();
+            prop_assert_eq!(value, &serde, "body {}", shown);
+        }
+        (Err(got), Err(want)) => prop_assert_eq!(got, want, "body {}", shown),
+        (got, want) => prop_assert!(false, "body {shown}: whole {got:?}, head {want:?}"),
+    }
+    Ok(())
+}
+
 #[test]
 fn fuzz_request_head() {
     let input = (
@@ -245,7 +269,9 @@ fn fuzz_gemini_head() {
     );
     fuzz("gemini_head", input, move |(tree, style, edits)| {
         let bytes = apply(render(&tree, &style), &edits);
-        let got = gemini_head(&bytes, &call).is_ok();
+        let head = gemini_head(&bytes, &call);
+        same_when_whole(&bytes, Some(&call), &head)?;
+        let got = head.is_ok();
         // An object by serde's reading (a tree, or the raw value where `Value` cannot hold
         // a number such as 1e400).
         let object = std::str::from_utf8(&bytes).is_ok_and(|t| {
@@ -294,4 +320,22 @@ fn regression_null_stream_options_is_replaced_not_repeated() {
         br#"{"stream_options":{"include_usage":true},"model":"up","stream":true}"#
     );
     assert!(parse_head(&out).unwrap().include_usage);
+}
+
+/// serde skips a string without checking its escapes, so a lone surrogate in a member the
+/// head does not read passes the head scan, but is no `Value`: reading the body whole gave
+/// an error where passthrough used to forward the body.
+#[test]
+fn regression_whole_read_keeps_a_head_serde_reads() {
+    let body = br#"{"model":"m","x":"\ud82A\ud82b"}"#;
+    let (head, value) = parse(body, None, true).unwrap();
+    assert_eq!(head, parse_head(body).unwrap());
+    assert_eq!(value, None);
+    let call = GeminiCall {
+        model: "m".into(),
+        method: GeminiMethod::Generate,
+    };
+    let (head, value) = parse(body, Some(&call), true).unwrap();
+    assert_eq!(head, gemini_head(body, &call).unwrap());
+    assert_eq!(value, None);
 }

@@ -101,11 +101,9 @@ pub(crate) async fn handle(
         }
         Err(e) => return fail(c, dialect, e.kind(), e.to_string()),
     };
-    let head = match &gemini {
-        Some(call) => request::gemini_head(&body, call),
-        None => request::parse_head(&body),
-    };
-    let head = match head {
+    // Where translation may need the whole body it is read once, the head from it too.
+    let whole = gw.translating[dialect.index()];
+    let (head, value) = match request::parse(&body, gemini.as_ref(), whole) {
         Ok(h) => h,
         Err(e) => return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string()),
     };
@@ -138,8 +136,19 @@ pub(crate) async fn handle(
         let first = targets.iter().find(|t| t.translates(dialect));
         let upstream = first.map_or(dialect, |t| t.upstream);
         let reasoning = first.is_some_and(|t| t.reasoning);
-        match translate::decode_request_text(dialect, upstream, head.text, model.policy, reasoning)
-        {
+        let decoded = match value {
+            Some(v) => {
+                translate::decode_request_value(dialect, upstream, v, model.policy, reasoning)
+            }
+            None => translate::decode_request_text(
+                dialect,
+                upstream,
+                head.text,
+                model.policy,
+                reasoning,
+            ),
+        };
+        match decoded {
             Ok(mut h) => {
                 if let Some(call) = &gemini {
                     // Gemini says in its path what others say in the body.
@@ -156,6 +165,8 @@ pub(crate) async fn handle(
             Err(e) => Some(Err(e)),
         }
     } else {
+        // A passthrough model of a translating dialect: the tree is not kept for the answer.
+        drop(value);
         None
     };
 

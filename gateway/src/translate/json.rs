@@ -6,7 +6,7 @@ use super::TranslateError;
 
 mod read;
 pub(crate) mod scan;
-pub(crate) use read::read;
+pub(crate) use read::{read, read_members};
 
 pub(crate) fn invalid(field: impl Into<String>, why: impl Into<String>) -> TranslateError {
     TranslateError::Invalid {

@@ -19,7 +19,7 @@ pub(crate) mod converse;
 pub(crate) mod errors;
 pub(crate) mod gemini;
 pub(crate) mod hub;
-mod json;
+pub(crate) mod json;
 pub(crate) mod messages;
 pub(crate) mod policy;
 pub(crate) mod responses;
@@ -115,7 +115,18 @@ pub(crate) fn decode_request_text(
     policy: policy::Policy,
     reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
-    let mut v = json::read(text).map_err(|e| not_json(Some(e)))?;
+    let v = json::read(text).map_err(|e| not_json(Some(e)))?;
+    decode_request_value(client, upstream, v, policy, reasoning)
+}
+
+/// [`decode_request`] of a body already read (the proxy reads it once, for its head too).
+pub(crate) fn decode_request_value(
+    client: Dialect,
+    upstream: Dialect,
+    mut v: serde_json::Value,
+    policy: policy::Policy,
+    reasoning: bool,
+) -> Result<hub::Request, TranslateError> {
     let mut verdicts = policy::Verdicts::new(policy);
     let mut r = match client {
         Dialect::Chat => chat::decode_request(&mut v, &mut verdicts)?,

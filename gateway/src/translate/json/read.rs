@@ -11,6 +11,8 @@
 //! key. So [`read`] returns what `serde_json::from_str` returns, errors included (the
 //! proptest below holds it to that).
 
+use std::ops::Range;
+
 use serde_json::{Map, Number, Value};
 
 use super::scan::plain_len;
@@ -23,27 +25,64 @@ const RAW_KEY: &str = "$serde_json::private::RawValue";
 
 /// `serde_json::from_str::<Value>(s)`, faster.
 pub(crate) fn read(s: &str) -> serde_json::Result<Value> {
-    let mut r = Reader {
-        s,
-        b: s.as_bytes(),
-        i: 0,
-    };
-    if let Some(v) = r.value(0) {
-        r.ws();
-        if r.i == r.b.len() {
-            return Ok(v);
-        }
+    let mut r = Reader::new(s, &[]);
+    match r.whole() {
+        Some(v) => Ok(v),
+        None => serde_json::from_str(s),
     }
-    serde_json::from_str(s)
+}
+
+/// The most members [`read_members`] looks for.
+const MAX_NAMED: usize = 4;
+
+/// [`read`], and where the root object's members called `names` are: the byte range of
+/// each one's value in `s`, `None` when absent (or when the root is not an object).
+///
+/// `None` when this reader leaves `s` to serde_json (an error, deep nesting) or one of
+/// `names` is a repeated member: the caller reads the text as it would without this.
+pub(crate) fn read_members<const N: usize>(
+    s: &str,
+    names: [&str; N],
+) -> Option<(Value, [Option<Range<usize>>; N])> {
+    const { assert!(N <= MAX_NAMED) };
+    let mut r = Reader::new(s, &names);
+    let v = r.whole()?;
+    if r.repeated {
+        return None;
+    }
+    Some((v, std::array::from_fn(|k| r.spans[k].clone())))
 }
 
 struct Reader<'a> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
+    /// Root members whose value spans are recorded (none for a plain [`read`]).
+    names: &'a [&'a str],
+    spans: [Option<Range<usize>>; MAX_NAMED],
+    /// One of `names` came twice.
+    repeated: bool,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(s: &'a str, names: &'a [&'a str]) -> Self {
+        Reader {
+            s,
+            b: s.as_bytes(),
+            i: 0,
+            names,
+            spans: Default::default(),
+            repeated: false,
+        }
+    }
+
+    /// The whole text as one value; `None`: serde_json must read it.
+    fn whole(&mut self) -> Option<Value> {
+        let v = self.value(0)?;
+        self.ws();
+        (self.i == self.b.len()).then_some(v)
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -97,7 +136,11 @@ impl Reader<'_> {
                 return None;
             }
             self.i += 1;
-            let v = self.value(depth)?;
+            let v = if depth == 1 && !self.names.is_empty() {
+                self.root_member(&key)?
+            } else {
+                self.value(depth)?
+            };
             // As serde_json's visitor: the last of duplicate keys wins.
             m.insert(key, v);
             self.ws();
@@ -110,6 +153,18 @@ impl Reader<'_> {
                 _ => return None,
             }
         }
+    }
+
+    /// A member of the root object, its span recorded when it is one of `names`.
+    fn root_member(&mut self, key: &str) -> Option<Value> {
+        self.ws();
+        let start = self.i;
+        let v = self.value(1)?;
+        if let Some(k) = self.names.iter().position(|n| *n == key) {
+            self.repeated |= self.spans[k].is_some();
+            self.spans[k] = Some(start..self.i);
+        }
+        Some(v)
     }
 
     fn array(&mut self, depth: usize) -> Option<Value> {
