@@ -72,6 +72,43 @@ impl<'a> Sources<'a> {
             by_file: HashMap::new(),
         }
     }
+
+    /// Adds the task that keeps `refreshing` fresh with `fetch` (given the upstream client
+    /// and the fetch timeout), counting each fetch's outcome and logging a failure as
+    /// "gateway: {label}: {what} refresh failed: …".
+    fn push_refresh<F, Fut>(
+        &mut self,
+        refreshing: &Arc<Refreshing<Credential>>,
+        label: String,
+        what: &'static str,
+        fetch: F,
+    ) where
+        F: Fn(UpstreamClient, Duration) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(Credential, Duration), FetchError>> + Send + 'static,
+    {
+        let (r, client) = (refreshing.clone(), self.client.clone());
+        let fetch_timeout = self.fetch_timeout;
+        let (ok, failed) = (self.metrics.clone(), self.metrics.clone());
+        self.tasks.push(Box::new(move |stop| {
+            Box::pin(r.run(
+                move || {
+                    let (fetched, ok) = (fetch(client.clone(), fetch_timeout), ok.clone());
+                    async move {
+                        let r = fetched.await;
+                        if r.is_ok() {
+                            ok.credential_refreshes_ok.fetch_add(1, Relaxed);
+                        }
+                        r
+                    }
+                },
+                move |e: &FetchError| {
+                    failed.credential_refreshes_failed.fetch_add(1, Relaxed);
+                    eprintln!("gateway: {label}: {what} refresh failed: {e}");
+                },
+                stop,
+            ))
+        }));
+    }
 }
 
 /// A target's credential, compiled.
@@ -125,30 +162,15 @@ pub(crate) fn compile(
             Keys::Container(c) => AwsEndpoint::Container(Arc::new(c)),
         };
         let refreshing = Arc::new(Refreshing::default());
-        let (r, client) = (refreshing.clone(), sources.client.clone());
-        let fetch_timeout = sources.fetch_timeout;
-        let (ok, failed) = (sources.metrics.clone(), sources.metrics.clone());
         let label = format!("model {model:?} target {index} ({})", t.provider.name());
-        sources.tasks.push(Box::new(move |stop| {
-            Box::pin(r.run(
-                move || {
-                    let (client, endpoint, region, ok) =
-                        (client.clone(), endpoint.clone(), region.clone(), ok.clone());
-                    async move {
-                        let r = fetch_aws_keys(client, endpoint, region, fetch_timeout).await;
-                        if r.is_ok() {
-                            ok.credential_refreshes_ok.fetch_add(1, Relaxed);
-                        }
-                        r
-                    }
-                },
-                move |e: &FetchError| {
-                    failed.credential_refreshes_failed.fetch_add(1, Relaxed);
-                    eprintln!("gateway: {label}: AWS credentials refresh failed: {e}");
-                },
-                stop,
-            ))
-        }));
+        sources.push_refresh(
+            &refreshing,
+            label,
+            "AWS credentials",
+            move |client, timeout| {
+                fetch_aws_keys(client, endpoint.clone(), region.clone(), timeout)
+            },
+        );
         return Ok(Compiled {
             auth: UpstreamAuth::Bearer(refreshing),
             key_project: None,
@@ -183,35 +205,19 @@ pub(crate) fn compile(
     sources
         .by_file
         .insert(path.clone(), (refreshing.clone(), key_project.clone()));
-    let (r, client, sa) = (refreshing.clone(), sources.client.clone(), Arc::new(sa));
-    let fetch_timeout = sources.fetch_timeout;
-    let (ok, failed) = (sources.metrics.clone(), sources.metrics.clone());
+    let sa = Arc::new(sa);
     // Names the file and its first user; never the key's content.
     let label = format!(
         "{} (model {model:?} target {index}, {})",
         path.display(),
         t.provider.name()
     );
-    sources.tasks.push(Box::new(move |stop| {
-        Box::pin(r.run(
-            move || {
-                let (client, sa, uri, ok) =
-                    (client.clone(), sa.clone(), token_uri.clone(), ok.clone());
-                async move {
-                    let r = fetch_token(client, sa, uri, fetch_timeout).await;
-                    if r.is_ok() {
-                        ok.credential_refreshes_ok.fetch_add(1, Relaxed);
-                    }
-                    r
-                }
-            },
-            move |e: &FetchError| {
-                failed.credential_refreshes_failed.fetch_add(1, Relaxed);
-                eprintln!("gateway: {label}: access token refresh failed: {e}");
-            },
-            stop,
-        ))
-    }));
+    sources.push_refresh(
+        &refreshing,
+        label,
+        "access token",
+        move |client, timeout| fetch_token(client, sa.clone(), token_uri.clone(), timeout),
+    );
     Ok(Compiled {
         auth: UpstreamAuth::Bearer(refreshing),
         key_project,

@@ -7,6 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{Image, Output, Part, Request, Response, Role, StopReason, ToolChoice, Usage};
+use super::json::tool_call_input;
 use super::{TargetInfo, TranslateError, UpstreamShapeError};
 
 fn invalid(field: impl Into<String>, why: impl Into<String>) -> TranslateError {
@@ -132,17 +133,7 @@ fn encode_block(p: &Part, i: usize) -> Result<Value, TranslateError> {
             name,
             arguments,
         } => {
-            // Converse takes the input as a JSON value; an empty string means none.
-            let input: Value = if arguments.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str(arguments).map_err(|_| {
-                    invalid(
-                        format!("messages[{i}] tool call {id:?} arguments"),
-                        "must be a JSON object",
-                    )
-                })?
-            };
+            let input = tool_call_input(arguments, i, id)?;
             json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
         }
         Part::ToolResult {

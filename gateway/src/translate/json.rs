@@ -15,6 +15,25 @@ pub(crate) fn invalid(field: impl Into<String>, why: impl Into<String>) -> Trans
     }
 }
 
+/// A tool call's `arguments` string as the value Anthropic's `input` and Converse's
+/// `toolUse.input` take: an empty string means none (`{}`); text that is not JSON is
+/// refused, naming the call (message `i`, call `id`).
+pub(crate) fn tool_call_input(
+    arguments: &str,
+    i: usize,
+    id: &str,
+) -> Result<Value, TranslateError> {
+    if arguments.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_str(arguments).map_err(|_| {
+        invalid(
+            format!("messages[{i}] tool call {id:?} arguments"),
+            "must be a JSON object",
+        )
+    })
+}
+
 pub(crate) fn object<'a>(
     v: &'a Value,
     field: &str,

@@ -9,6 +9,7 @@ use super::hub::{
 };
 use super::json::{
     array, boolean, count, invalid, is_inert, need, need_mut, number, object, string, strings,
+    tool_call_input,
 };
 use super::policy::Verdicts;
 use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
@@ -538,17 +539,7 @@ fn encode_block(p: &Part, i: usize) -> Result<Value, TranslateError> {
             name,
             arguments,
         } => {
-            // Anthropic takes the arguments as an object; an empty string means none.
-            let input: Value = if arguments.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str(arguments).map_err(|_| {
-                    invalid(
-                        format!("messages[{i}] tool call {id:?} arguments"),
-                        "must be a JSON object",
-                    )
-                })?
-            };
+            let input = tool_call_input(arguments, i, id)?;
             json!({"type": "tool_use", "id": id, "name": name, "input": input})
         }
         Part::ToolResult {

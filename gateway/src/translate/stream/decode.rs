@@ -59,6 +59,27 @@ impl Decoder {
     }
 }
 
+/// An event's data as JSON (Anthropic's and Converse's events), or `None` with an error
+/// event pushed when it is not JSON.
+fn json_event(ev: &SseEvent<'_>, out: &mut Vec<Event>) -> Option<Value> {
+    let v = serde_json::from_slice(ev.data).ok();
+    if v.is_none() {
+        out.push(Event::Error {
+            kind: "api_error".into(),
+            message: "the upstream sent an event that is not JSON".into(),
+        });
+    }
+    v
+}
+
+/// `v[k]` as a string, empty when absent or not a string.
+fn str_field(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn error_event(v: &Value) -> Event {
     let err = v.get("error").unwrap_or(v);
     Event::Error {
@@ -184,25 +205,15 @@ pub(crate) struct MessagesDecoder {
 
 impl MessagesDecoder {
     fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
-        let Ok(v) = serde_json::from_slice::<Value>(ev.data) else {
-            out.push(Event::Error {
-                kind: "api_error".into(),
-                message: "the upstream sent an event that is not JSON".into(),
-            });
+        let Some(v) = json_event(ev, out) else {
             return;
-        };
-        let s = |v: &Value, k: &str| {
-            v.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
         };
         match v.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message_start" => {
                 let m = v.get("message").unwrap_or(&Value::Null);
                 out.push(Event::Start {
-                    id: s(m, "id"),
-                    model: s(m, "model"),
+                    id: str_field(m, "id"),
+                    model: str_field(m, "model"),
                 });
                 if let Some(u) = m.get("usage") {
                     self.merge(u);
@@ -213,14 +224,14 @@ impl MessagesDecoder {
                 let b = v.get("content_block").unwrap_or(&Value::Null);
                 match b.get("type").and_then(Value::as_str) {
                     Some("text") => {
-                        let t = s(b, "text");
+                        let t = str_field(b, "text");
                         if !t.is_empty() {
                             out.push(Event::Text(t));
                         }
                     }
                     Some("tool_use") => out.push(Event::ToolCallStart {
-                        id: s(b, "id"),
-                        name: s(b, "name"),
+                        id: str_field(b, "id"),
+                        name: str_field(b, "name"),
                     }),
                     _ => {}
                 }
@@ -228,9 +239,9 @@ impl MessagesDecoder {
             "content_block_delta" => {
                 let d = v.get("delta").unwrap_or(&Value::Null);
                 match d.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => out.push(Event::Text(s(d, "text"))),
+                    Some("text_delta") => out.push(Event::Text(str_field(d, "text"))),
                     Some("input_json_delta") => {
-                        let a = s(d, "partial_json");
+                        let a = str_field(d, "partial_json");
                         if !a.is_empty() {
                             out.push(Event::ToolArgs(a));
                         }
@@ -380,18 +391,8 @@ pub(crate) struct ConverseDecoder {
 
 impl ConverseDecoder {
     fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
-        let Ok(v) = serde_json::from_slice::<Value>(ev.data) else {
-            out.push(Event::Error {
-                kind: "api_error".into(),
-                message: "the upstream sent an event that is not JSON".into(),
-            });
+        let Some(v) = json_event(ev, out) else {
             return;
-        };
-        let s = |v: &Value, k: &str| {
-            v.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
         };
         match ev.event {
             b"messageStart" => out.push(Event::Start {
@@ -402,8 +403,8 @@ impl ConverseDecoder {
                 // The translator bounds the calls (`hub::MAX_TOOL_CALLS`).
                 if let Some(t) = v.pointer("/start/toolUse") {
                     out.push(Event::ToolCallStart {
-                        id: s(t, "toolUseId"),
-                        name: s(t, "name"),
+                        id: str_field(t, "toolUseId"),
+                        name: str_field(t, "name"),
                     });
                 }
             }
