@@ -7,7 +7,8 @@
 # Tiers (each fails the run):
 #   lint        cargo fmt --check, clippy -D warnings (the workspace and each allocator feature,
 #               bench/, tools/layering/ and examples/textsearch), the layering of every crate in
-#               tools/layering/layers.toml (gateway, trainer, bench)
+#               tools/layering/layers.toml (gateway, trainer, bench), bench/Cargo.lock's
+#               crate versions within the root lock's (scripts/check-bench-lock.sh)
 #   cargo-test  unit + integration tests of gateway, trainer, bench and tools/layering (real
 #               gateway processes against the mock upstream, replicas sharing rate limits on
 #               real redis-server processes, fail-closed stage tests, a short real bench run)
@@ -92,6 +93,18 @@ lint() {
   }
   cargo fmt --manifest-path bench/Cargo.toml -- --check
   cargo clippy "${bench[@]}" --all-targets --locked -- -D warnings
+  # bench/'s crate versions are the root lock's (the host chain vendors from that one); the
+  # check must refuse a lock that names a version the root does not.
+  bash scripts/check-bench-lock.sh
+  local doctored
+  doctored=$(mktemp)
+  sed '/^name = "serde"$/{n;s/^version = .*/version = "0.0.1"/}' bench/Cargo.lock >"$doctored"
+  if bash scripts/check-bench-lock.sh Cargo.lock "$doctored" 2>/dev/null; then
+    echo "lint: scripts/check-bench-lock.sh accepted serde 0.0.1 in bench's lock" >&2
+    rm -f "$doctored"
+    return 1
+  fi
+  rm -f "$doctored"
   cargo fmt --manifest-path tools/layering/Cargo.toml -- --check
   cargo clippy "${layering[@]}" --all-targets --locked -- -D warnings
   # Every crate of tools/layering/layers.toml (gateway, trainer, bench) is a stack.
