@@ -231,7 +231,6 @@ class AzureMock:
 def make_handler(mock: AzureMock):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body are separate writes
 
         def log_message(self, *args):  # quiet
             pass
