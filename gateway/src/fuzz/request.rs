@@ -4,7 +4,7 @@
 //! changes exactly the model's bytes; asking for usage yields a body that is the client's
 //! with the new model and `stream_options.include_usage: true`, its other options kept.
 //! Reading the body whole (`parse`, for translation) gives the same head or the same error,
-//! and serde_json's `Value`.
+//! and serde_json's `Value`; the model guessed before either (`model_hint`) is the head's.
 
 use std::borrow::Cow;
 
@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::{apply, edit, fuzz, json_value, render, style, text, Edit, Style, J};
 use crate::dialect::{GeminiCall, GeminiMethod};
-use crate::proxy::request::{gemini_head, parse, parse_head, HeadError};
+use crate::proxy::request::{gemini_head, model_hint, parse, parse_head, HeadError};
 
 /// The root object's members as written, repeats included.
 struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
@@ -183,6 +183,10 @@ fn check((tree, style, edits): (J, Style, Vec<Edit>)) -> Result<(), TestCaseErro
     };
     prop_assert_eq!(&got, &want, "body {}", shown);
     same_when_whole(&bytes, None, &head)?;
+    // The guess, when it makes one, is the model the head reads.
+    if let (Some(guess), Ok(h)) = (model_hint(&bytes), &head) {
+        prop_assert_eq!(guess, h.model.as_ref(), "body {}", shown);
+    }
     let (Ok(h), Want::Head { span, .. }) = (&head, &want) else {
         return Ok(());
     };

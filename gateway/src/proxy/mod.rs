@@ -101,8 +101,19 @@ pub(crate) async fn handle(
         }
         Err(e) => return fail(c, dialect, e.kind(), e.to_string()),
     };
-    // Where translation may need the whole body it is read once, the head from it too.
-    let whole = gw.translating[dialect.index()];
+    // A body that translation will read is read once, whole, the head from it too; others
+    // get the head scan, cheaper for small bodies. The model decides, guessed before the
+    // head is read (from the path for Gemini).
+    let translates = |m: &str| {
+        gw.model_index
+            .get(m)
+            .is_some_and(|&mi| gw.models[mi].translates[dialect.index()])
+    };
+    let whole = gw.translating[dialect.index()]
+        && match &gemini {
+            Some(call) => translates(&call.model),
+            None => request::model_hint(&body).is_none_or(translates),
+        };
     let (head, value) = match request::parse(&body, gemini.as_ref(), whole) {
         Ok(h) => h,
         Err(e) => return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string()),
