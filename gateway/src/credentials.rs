@@ -1,7 +1,7 @@
 //! Each target's upstream credential, compiled from the config: a key from the environment,
-//! or a token a background task keeps fresh (Vertex service accounts). The tasks are built
-//! here with the gateway's own upstream client and started by the server, which stops them
-//! on shutdown.
+//! or a credential a background task keeps fresh (Vertex service accounts' tokens, Bedrock's
+//! AWS keys from a web identity or a container endpoint). The tasks are built here with the
+//! gateway's own upstream client and started by the server, which stops them on shutdown.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -172,7 +172,7 @@ pub(crate) fn compile(
             },
         );
         return Ok(Compiled {
-            auth: UpstreamAuth::Bearer(refreshing),
+            auth: UpstreamAuth::Refreshing(refreshing),
             key_project: None,
         });
     }
@@ -184,7 +184,7 @@ pub(crate) fn compile(
     };
     if let Some((r, project)) = sources.by_file.get(&path) {
         return Ok(Compiled {
-            auth: UpstreamAuth::Bearer(r.clone()),
+            auth: UpstreamAuth::Refreshing(r.clone()),
             key_project: project.clone(),
         });
     }
@@ -219,7 +219,7 @@ pub(crate) fn compile(
         move |client, timeout| fetch_token(client, sa.clone(), token_uri.clone(), timeout),
     );
     Ok(Compiled {
-        auth: UpstreamAuth::Bearer(refreshing),
+        auth: UpstreamAuth::Refreshing(refreshing),
         key_project,
     })
 }
