@@ -7,15 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{Image, Output, Part, Request, Response, Role, StopReason, ToolChoice, Usage};
-use super::json::tool_call_input;
+use super::json::{invalid, tool_call_input};
 use super::{TargetInfo, TranslateError, UpstreamShapeError};
-
-fn invalid(field: impl Into<String>, why: impl Into<String>) -> TranslateError {
-    TranslateError::Invalid {
-        field: field.into(),
-        why: why.into(),
-    }
-}
 
 /// Whether `model` (an id, an inference profile or an ARN) is one of Anthropic's, which
 /// take `top_k` through `additionalModelRequestFields`.
