@@ -1,7 +1,7 @@
 //! Each target's upstream credential, compiled from the config: a key from the environment,
-//! or a token a background task keeps fresh (Vertex service accounts). The tasks are built
-//! here with the gateway's own upstream client and started by the server, which stops them
-//! on shutdown.
+//! or a credential a background task keeps fresh (Vertex service accounts' tokens, Bedrock's
+//! AWS keys from a web identity or a container endpoint). The tasks are built here with the
+//! gateway's own upstream client and started by the server, which stops them on shutdown.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -172,7 +172,7 @@ pub(crate) fn compile(
             },
         );
         return Ok(Compiled {
-            auth: UpstreamAuth::Bearer(refreshing),
+            auth: UpstreamAuth::Refreshing(refreshing),
             key_project: None,
         });
     }
@@ -184,7 +184,7 @@ pub(crate) fn compile(
     };
     if let Some((r, project)) = sources.by_file.get(&path) {
         return Ok(Compiled {
-            auth: UpstreamAuth::Bearer(r.clone()),
+            auth: UpstreamAuth::Refreshing(r.clone()),
             key_project: project.clone(),
         });
     }
@@ -219,7 +219,7 @@ pub(crate) fn compile(
         move |client, timeout| fetch_token(client, sa.clone(), token_uri.clone(), timeout),
     );
     Ok(Compiled {
-        auth: UpstreamAuth::Bearer(refreshing),
+        auth: UpstreamAuth::Refreshing(refreshing),
         key_project,
     })
 }
@@ -294,30 +294,15 @@ async fn fetch_aws_keys(
     if let Some(host) = host {
         h.insert(header::HOST, host);
     }
-    let exchange = async {
-        let resp = client
-            .request(req)
-            .await
-            .map_err(|e| FetchError::Connect(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), MAX_TOKEN_ANSWER)
-            .collect()
-            .await
-            .map_err(|e| FetchError::Connect(e.to_string()))?
-            .to_bytes();
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let (keys, lifetime) = match endpoint {
-            AwsEndpoint::WebIdentity(_) => aws_creds::read_sts_answer(status, &body, now)?,
-            AwsEndpoint::Container(_) => aws_creds::read_container_answer(status, &body, now)?,
-        };
-        Ok((Credential::sigv4(&keys, &region), lifetime))
+    let (status, body) = exchange(&client, req, timeout).await?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (keys, lifetime) = match endpoint {
+        AwsEndpoint::WebIdentity(_) => aws_creds::read_sts_answer(status, &body, now)?,
+        AwsEndpoint::Container(_) => aws_creds::read_container_answer(status, &body, now)?,
     };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r,
-        Err(_) => Err(FetchError::Timeout(timeout)),
-    }
+    Ok((Credential::sigv4(&keys, &region), lifetime))
 }
 
 /// Exchanges a fresh assertion for an access token at `token_uri`.
@@ -342,6 +327,19 @@ async fn fetch_token(
     if let Some(host) = host {
         h.insert(header::HOST, host);
     }
+    let (status, body) = exchange(&client, req, timeout).await?;
+    let (token, lifetime) = google::read_token_answer(status, &body)?;
+    let cred = Credential::new(KeyHeader::Bearer, &token).map_err(|_| FetchError::BadToken)?;
+    Ok((cred, lifetime))
+}
+
+/// Sends a token or credentials request and reads the answer's status and body (at most
+/// `MAX_TOKEN_ANSWER` bytes), all within `timeout`.
+async fn exchange(
+    client: &UpstreamClient,
+    req: Request<Full<Bytes>>,
+    timeout: Duration,
+) -> Result<(u16, Bytes), FetchError> {
     let exchange = async {
         let resp = client
             .request(req)
@@ -353,9 +351,7 @@ async fn fetch_token(
             .await
             .map_err(|e| FetchError::Connect(e.to_string()))?
             .to_bytes();
-        let (token, lifetime) = google::read_token_answer(status, &body)?;
-        let cred = Credential::new(KeyHeader::Bearer, &token).map_err(|_| FetchError::BadToken)?;
-        Ok((cred, lifetime))
+        Ok((status, body))
     };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(r) => r,

@@ -1,6 +1,7 @@
 //! How a target authenticates to its upstream: nothing, a key fixed at start-up, or a
-//! token that rotates (`super::refresh`). The proxy asks for the credential of each attempt
-//! and sends what it gets; the same credential says what to redact from the answer.
+//! credential that rotates (`super::refresh`: a Vertex token, Bedrock's fetched AWS keys).
+//! The proxy asks for the credential of each attempt and sends what it gets; the same
+//! credential says what to redact from the answer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,10 +103,11 @@ pub(crate) enum UpstreamAuth {
     /// No credential is sent (a local server).
     None,
     /// A key read once at start-up: OpenAI, Anthropic, Gemini keys, Azure's `api-key`, a
-    /// Vertex access token minted elsewhere.
+    /// Vertex access token minted elsewhere, Bedrock's API key or static AWS keys.
     Static(Arc<Credential>),
-    /// An access token kept fresh in the background (a Vertex service account).
-    Bearer(Arc<Refreshing<Credential>>),
+    /// A credential kept fresh in the background: a Vertex service account's access token,
+    /// or Bedrock's AWS keys from a web identity or a container endpoint.
+    Refreshing(Arc<Refreshing<Credential>>),
 }
 
 /// No valid credential came within the wait (the token endpoint is down or slow).
@@ -122,7 +124,7 @@ impl UpstreamAuth {
         match self {
             UpstreamAuth::None => Ok(None),
             UpstreamAuth::Static(c) => Ok(Some(c.clone())),
-            UpstreamAuth::Bearer(r) => match r.current() {
+            UpstreamAuth::Refreshing(r) => match r.current() {
                 Some(c) => Ok(Some(c)),
                 None => r.wait(wait).await.map(Some).ok_or(Unavailable),
             },
@@ -131,13 +133,13 @@ impl UpstreamAuth {
 
     /// Whether a refused credential can be replaced (a static key is what it is).
     pub(crate) fn refreshes(&self) -> bool {
-        matches!(self, UpstreamAuth::Bearer(_))
+        matches!(self, UpstreamAuth::Refreshing(_))
     }
 
     /// The upstream refused `sent` as expired or revoked: a refreshing credential drops it
     /// and fetches a new one now.
     pub(crate) fn invalidate(&self, sent: &Arc<Credential>) {
-        if let UpstreamAuth::Bearer(r) = self {
+        if let UpstreamAuth::Refreshing(r) = self {
             r.invalidate(sent);
         }
     }

@@ -7,15 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::hub::{Image, Output, Part, Request, Response, Role, StopReason, ToolChoice, Usage};
-use super::json::tool_call_input;
+use super::json::{invalid, push_turn, tool_call_input};
 use super::{TargetInfo, TranslateError, UpstreamShapeError};
-
-fn invalid(field: impl Into<String>, why: impl Into<String>) -> TranslateError {
-    TranslateError::Invalid {
-        field: field.into(),
-        why: why.into(),
-    }
-}
 
 /// Whether `model` (an id, an inference profile or an ARN) is one of Anthropic's, which
 /// take `top_k` through `additionalModelRequestFields`.
@@ -26,7 +19,6 @@ pub(crate) fn is_anthropic(model: &str) -> bool {
 /// Encodes a hub request as a Converse body.
 pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, TranslateError> {
     let mut messages: Vec<Value> = Vec::new();
-    let mut last_role = None;
     // Converse takes system text only at the top (and no empty text): mid-conversation
     // system turns join it, in order.
     let mut system: Vec<Value> = r
@@ -54,22 +46,8 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, 
         if blocks.is_empty() {
             continue;
         }
-        let role = if m.role == Role::User {
-            "user"
-        } else {
-            "assistant"
-        };
         // Converse wants turns to alternate: consecutive turns of one role are merged.
-        if last_role == Some(role) {
-            if let Some(Value::Array(content)) =
-                messages.last_mut().and_then(|m| m.get_mut("content"))
-            {
-                content.extend(blocks);
-            }
-        } else {
-            messages.push(json!({"role": role, "content": blocks}));
-            last_role = Some(role);
-        }
+        push_turn(&mut messages, m.role, blocks);
     }
     let mut o = Map::new();
     o.insert("messages".into(), Value::Array(messages));

@@ -1,7 +1,8 @@
 //! Small accessors over `serde_json::Value` that name the offending field in their errors.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{json, Map, Number, Value};
 
+use super::hub::Role;
 use super::TranslateError;
 
 mod read;
@@ -32,6 +33,24 @@ pub(crate) fn tool_call_input(
             "must be a JSON object",
         )
     })
+}
+
+/// Adds a user or assistant turn's `blocks` to Anthropic's or Converse's `messages` (a
+/// system turn is the caller's: both take system text only at the top). Both want turns to
+/// alternate, so blocks of the same role as the last turn join it.
+pub(crate) fn push_turn(messages: &mut Vec<Value>, role: Role, blocks: Vec<Value>) {
+    let role = if role == Role::User {
+        "user"
+    } else {
+        "assistant"
+    };
+    match messages.last_mut() {
+        Some(last) if last["role"] == role => last["content"]
+            .as_array_mut()
+            .expect("content is an array")
+            .extend(blocks),
+        _ => messages.push(json!({"role": role, "content": blocks})),
+    }
 }
 
 pub(crate) fn object<'a>(
@@ -219,6 +238,23 @@ pub(crate) fn raw_fragment<S: serde::Serializer>(json: &str, ser: S) -> Result<S
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn push_turn_merges_consecutive_turns_of_one_role() {
+        let mut m = Vec::new();
+        push_turn(&mut m, Role::User, vec![json!(1)]);
+        push_turn(&mut m, Role::User, vec![json!(2)]);
+        push_turn(&mut m, Role::Assistant, vec![json!(3)]);
+        push_turn(&mut m, Role::User, vec![json!(4)]);
+        assert_eq!(
+            m,
+            [
+                json!({"role": "user", "content": [1, 2]}),
+                json!({"role": "assistant", "content": [3]}),
+                json!({"role": "user", "content": [4]}),
+            ]
+        );
+    }
 
     proptest! {
         #[test]

@@ -8,8 +8,8 @@ use super::hub::{
     Role, StopReason, Tool, ToolChoice, Usage,
 };
 use super::json::{
-    array, boolean, count, invalid, is_inert, need, need_mut, number, object, string, strings,
-    tool_call_input,
+    array, boolean, count, invalid, is_inert, need, need_mut, number, object, push_turn, string,
+    strings, tool_call_input,
 };
 use super::policy::Verdicts;
 use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
@@ -394,7 +394,6 @@ fn decode_tool_choice(v: &Value, r: &mut Request) -> Result<(), TranslateError> 
 /// configured default.
 pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, TranslateError> {
     let mut messages: Vec<Value> = Vec::new();
-    let mut last_role = None;
     // Anthropic takes system text only at the top: mid-conversation system turns join it,
     // in order.
     // Each text with the client's `cache_control` for it, if any.
@@ -434,22 +433,7 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
         if blocks.is_empty() {
             continue;
         }
-        // System turns went to `system` above.
-        let role = if m.role == Role::User {
-            "user"
-        } else {
-            "assistant"
-        };
-        if last_role == Some(role) {
-            let prev = messages.last_mut().expect("a previous turn exists");
-            prev["content"]
-                .as_array_mut()
-                .expect("content is an array")
-                .extend(blocks);
-        } else {
-            messages.push(json!({"role": role, "content": blocks}));
-            last_role = Some(role);
-        }
+        push_turn(&mut messages, m.role, blocks);
     }
     let mut o = Map::new();
     o.insert("model".into(), json!(t.model));

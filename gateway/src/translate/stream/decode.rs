@@ -335,9 +335,7 @@ impl GeminiDecoder {
                     if self.calls == MAX_TOOL_CALLS {
                         out.push(Event::Error {
                             kind: "api_error".into(),
-                            message: format!(
-                                "the upstream started more than {MAX_TOOL_CALLS} tool calls in one answer"
-                            ),
+                            message: hub::too_many_tool_calls(),
                         });
                         return;
                     }
