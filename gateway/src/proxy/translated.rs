@@ -99,7 +99,8 @@ impl Body for TranslatedStream {
                         this.upstream.end(|| usage(translator), error, Some(502));
                     } else if translator.is_done() {
                         this.finished = true;
-                        this.upstream.end(|| usage(translator), None, None);
+                        this.upstream
+                            .end(|| usage(translator), translator.error(), None);
                     } else {
                         this.upstream.rearm();
                     }

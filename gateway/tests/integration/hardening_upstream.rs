@@ -754,3 +754,28 @@ async fn translated_responses_stream_keeps_a_bounded_answer() {
     let grew = peak_rss_kib(gw.pid()).saturating_sub(before);
     assert!(grew < 96 << 10, "peak RSS grew by {grew} KiB");
 }
+
+/// A translated stream that the upstream ends with an error event: the client gets the error
+/// in its own dialect, and the access log says why the 200 answer failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_translated_stream_ended_by_an_upstream_error_is_logged_as_one() {
+    let up = chunked(
+        "200 OK",
+        "content-type: text/event-stream\r\n",
+        vec![
+            b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":3}}}\n\n".to_vec(),
+            b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n".to_vec(),
+        ],
+    )
+    .await;
+    let gw = TestGateway::start(&model("claude", &[("anthropic", &up.base_url())])).await;
+    let r = gw.send(post(CHAT, body(CHAT, "claude", true))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let text = String::from_utf8_lossy(&r.body);
+    assert!(text.contains("Overloaded"), "{text}");
+    let line = gw
+        .wait_log("of the stream", |l| l["model"] == "claude")
+        .await;
+    assert_eq!(line["status"], 200, "{line}");
+    assert_eq!(line["error"], "upstream_stream_error", "{line}");
+}

@@ -110,6 +110,8 @@ pub(crate) struct Translator {
     tool_calls: usize,
     /// The answer ended (or failed): later upstream bytes are ignored.
     done: bool,
+    /// Why the answer ended with an error event, for the access log.
+    error: Option<&'static str>,
 }
 
 impl Translator {
@@ -140,6 +142,7 @@ impl Translator {
             events: 0,
             tool_calls: 0,
             done: false,
+            error: None,
         }
     }
 
@@ -158,26 +161,33 @@ impl Translator {
             *events += 1;
             decoder.decode(&ev, pending)
         });
-        if let (Some(why), false) = (parser.failure(), self.done) {
+        // The events read before a failure go out first.
+        self.flush(out);
+        if let (Some(why), false) = (self.parser.failure(), self.done) {
             // The rest cannot be read: the answer ends here with an error (as a cut one).
-            pending.push(Event::Error {
-                kind: "api_error".into(),
-                message: format!("the upstream stream cannot be read on: {why}"),
-            });
+            let message = format!("the upstream stream cannot be read on: {why}");
+            self.fail("upstream_stream_unreadable", message, out);
         }
-        if parser.oversized() > 0 && !self.done {
+        if self.parser.oversized() > 0 && !self.done {
             // Skipped unread, its part of the answer is lost: translating on would hand the
             // client an answer with a hole in it.
             let message = format!(
                 "the upstream sent a stream event longer than the gateway translates ({} MiB)",
                 crate::sse::MAX_EVENT_BYTES >> 20
             );
-            pending.push(Event::Error {
-                kind: "api_error".into(),
-                message,
-            });
+            self.fail("upstream_event_too_large", message, out);
         }
-        self.flush(out);
+    }
+
+    /// Ends the answer with the gateway's own error event; `why` is logged.
+    fn fail(&mut self, why: &'static str, message: String, out: &mut Vec<u8>) {
+        let error = Event::Error {
+            kind: "api_error".into(),
+            message,
+        };
+        self.encoder.encode(&error, out);
+        self.done = true;
+        self.error = Some(why);
     }
 
     /// Bytes of an incomplete upstream event held: with the next chunk, the size of the
@@ -193,7 +203,9 @@ impl Translator {
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) {
-        for e in self.pending.drain(..) {
+        // Taken out (its capacity given back below) so that `fail` may borrow `self`.
+        let mut pending = std::mem::take(&mut self.pending);
+        for e in pending.drain(..) {
             if self.done {
                 continue;
             }
@@ -202,15 +214,12 @@ impl Translator {
                 Event::ToolCallStart { .. } => {
                     self.tool_calls += 1;
                     if self.tool_calls > hub::MAX_TOOL_CALLS {
-                        let error = Event::Error {
-                            kind: "api_error".into(),
-                            message: hub::too_many_tool_calls(),
-                        };
-                        self.encoder.encode(&error, out);
-                        self.done = true;
+                        self.fail("too_many_tool_calls", hub::too_many_tool_calls(), out);
                         continue;
                     }
                 }
+                // The upstream's own error (or an event the decoder could not read).
+                Event::Error { .. } => self.error = Some("upstream_stream_error"),
                 _ => {}
             }
             self.encoder.encode(&e, out);
@@ -220,14 +229,10 @@ impl Translator {
                     "the answer is longer than a translated Responses stream may be ({} MiB of output)",
                     encode_responses::MAX_KEPT_BYTES >> 20
                 );
-                let error = Event::Error {
-                    kind: "api_error".into(),
-                    message,
-                };
-                self.encoder.encode(&error, out);
-                self.done = true;
+                self.fail("translated_answer_too_long", message, out);
             }
         }
+        self.pending = pending;
     }
 
     /// The upstream body ended. A stream whose answer was complete but whose terminator
@@ -248,6 +253,11 @@ impl Translator {
     /// Whether the answer ended (normally or with an in-stream error).
     pub(crate) fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Why the answer ended with an error event (the access log's `error`), if it did.
+    pub(crate) fn error(&self) -> Option<&'static str> {
+        self.error
     }
 
     /// Upstream events read so far.

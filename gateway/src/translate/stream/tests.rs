@@ -533,3 +533,34 @@ fn converse_errors_and_cuts() {
         "{last}"
     );
 }
+
+/// The access log's `error` for a translated stream: none for a whole answer, the reason for
+/// one that ended with an error event.
+#[test]
+fn an_answer_ended_by_an_error_says_why() {
+    let why = |client, upstream, bytes: &[u8]| {
+        let mut t = Translator::new(client, upstream, true, Default::default());
+        let mut out = Vec::new();
+        t.feed(bytes, &mut out);
+        let _ = t.finish(&mut out);
+        t.error()
+    };
+    assert_eq!(
+        why(Dialect::Messages, Dialect::Chat, CHAT_STREAM.as_bytes()),
+        None
+    );
+    let upstream_error = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n\
+         event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    assert_eq!(
+        why(Dialect::Chat, Dialect::Messages, upstream_error.as_bytes()),
+        Some("upstream_stream_error")
+    );
+    let converse = converse_stream();
+    assert_eq!(why(Dialect::Chat, Dialect::Converse, &converse), None);
+    let mut bad_crc = converse;
+    bad_crc[30] ^= 1;
+    assert_eq!(
+        why(Dialect::Chat, Dialect::Converse, &bad_crc),
+        Some("upstream_stream_unreadable")
+    );
+}
