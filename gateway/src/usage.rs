@@ -607,6 +607,8 @@ pub(crate) struct StreamUsage {
     events: u64,
     /// A Gemini stream (`usageMetadata`, not `usage`).
     gemini: bool,
+    /// The upstream sent an error event (the client gets it as it is; the log says so).
+    error_event: bool,
 }
 
 impl StreamUsage {
@@ -619,6 +621,7 @@ impl StreamUsage {
 
     pub(crate) fn observe(&mut self, event: &SseEvent<'_>) {
         self.events += 1;
+        self.error_event |= is_error_event(event);
         if self.gemini {
             if gemini_finder().find(event.data).is_some() {
                 if let Ok(v) = serde_json::from_slice::<WithGeminiUsage>(event.data) {
@@ -655,6 +658,24 @@ impl StreamUsage {
     pub(crate) fn events(&self) -> u64 {
         self.events
     }
+
+    /// Whether the upstream sent an error event in the stream.
+    pub(crate) fn error_event(&self) -> bool {
+        self.error_event
+    }
+}
+
+/// An in-stream error in any dialect: Anthropic's and Responses' `event: error`, Responses'
+/// `response.failed`, or a data line that is an error object (chat, Gemini).
+fn is_error_event(event: &SseEvent<'_>) -> bool {
+    if matches!(event.event, b"error" | b"response.failed") {
+        return true;
+    }
+    let Some(rest) = event.data.strip_prefix(b"{") else {
+        return false;
+    };
+    let at = skip_ws(rest, 0);
+    rest[at..].starts_with(b"\"error\"")
 }
 
 const USAGE_KEY: &[u8] = b"\"usage\"";
@@ -749,6 +770,39 @@ mod tests {
             |ev| s.observe(&ev),
         );
         assert_eq!(s.usage(), want);
+    }
+
+    #[test]
+    fn error_events_of_every_dialect() {
+        let ev = |event: &'static [u8], data: &'static [u8]| SseEvent { event, data };
+        for e in [
+            ev(
+                b"error",
+                br#"{"type":"error","error":{"type":"overloaded_error"}}"#,
+            ),
+            ev(b"response.failed", br#"{"type":"response.failed"}"#),
+            ev(b"", br#"{"error":{"message":"boom"}}"#),
+            ev(b"", b"{ \n \"error\": {\"code\": 500}}"),
+        ] {
+            let mut u = StreamUsage::new(false);
+            u.observe(&e);
+            assert!(u.error_event(), "{e:?}");
+        }
+        let mut u = StreamUsage::new(true);
+        for e in [
+            ev(
+                b"",
+                br#"{"candidates":[{"content":{"parts":[{"text":"\"error\""}]}}]}"#,
+            ),
+            ev(
+                b"content_block_delta",
+                br#"{"type":"content_block_delta","delta":{"text":"error"}}"#,
+            ),
+            ev(b"", b"[DONE]"),
+        ] {
+            u.observe(&e);
+        }
+        assert!(!u.error_event());
     }
 
     #[test]

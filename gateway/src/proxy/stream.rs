@@ -102,6 +102,13 @@ impl AccountedStream {
         self.end(Some("upstream_read_error"), Some(502));
     }
 
+    /// The upstream body ended cleanly: an answer that carried an error event is logged
+    /// with it (its 200 kept: the client had that head and reads the error in the stream).
+    fn ended(&mut self) {
+        let error = self.usage.error_event().then_some("upstream_stream_error");
+        self.end(error, None);
+    }
+
     fn end(&mut self, error: Option<&'static str>, status: Option<u16>) {
         if let Some(mut c) = self.settlement.take() {
             record(&mut c, &self.usage, &self.parser);
@@ -166,7 +173,7 @@ impl Body for AccountedStream {
                     if end {
                         // A length-delimited body can end with its last data frame: hyper will not
                         // poll again, so this is the end of the stream.
-                        this.end(None, None);
+                        this.ended();
                     } else {
                         let deadline = Instant::now() + this.idle_timeout;
                         this.idle.as_mut().reset(deadline);
@@ -194,7 +201,7 @@ impl Body for AccountedStream {
                         this.upstream_broke();
                         return Poll::Ready(Some(Err(Box::new(Truncated))));
                     }
-                    this.end(None, None);
+                    this.ended();
                     match this.rewrites.as_mut().map(|r| r.finish()) {
                         Some(tail) if !tail.is_empty() => Poll::Ready(Some(Ok(Frame::data(tail)))),
                         _ => Poll::Ready(None),

@@ -755,10 +755,11 @@ async fn translated_responses_stream_keeps_a_bounded_answer() {
     assert!(grew < 96 << 10, "peak RSS grew by {grew} KiB");
 }
 
-/// A translated stream that the upstream ends with an error event: the client gets the error
-/// in its own dialect, and the access log says why the 200 answer failed.
+/// A stream that the upstream ends with an error event, passed through or translated: the
+/// client gets the error in its own dialect, and the access log says why the 200 answer
+/// failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_translated_stream_ended_by_an_upstream_error_is_logged_as_one() {
+async fn a_stream_ended_by_an_upstream_error_is_logged_as_one() {
     let up = chunked(
         "200 OK",
         "content-type: text/event-stream\r\n",
@@ -769,13 +770,13 @@ async fn a_translated_stream_ended_by_an_upstream_error_is_logged_as_one() {
     )
     .await;
     let gw = TestGateway::start(&model("claude", &[("anthropic", &up.base_url())])).await;
-    let r = gw.send(post(CHAT, body(CHAT, "claude", true))).await;
-    assert_eq!(r.status, StatusCode::OK);
-    let text = String::from_utf8_lossy(&r.body);
-    assert!(text.contains("Overloaded"), "{text}");
-    let line = gw
-        .wait_log("of the stream", |l| l["model"] == "claude")
-        .await;
-    assert_eq!(line["status"], 200, "{line}");
-    assert_eq!(line["error"], "upstream_stream_error", "{line}");
+    for path in [MESSAGES, CHAT] {
+        let r = gw.send(post(path, body(path, "claude", true))).await;
+        assert_eq!(r.status, StatusCode::OK);
+        let text = String::from_utf8_lossy(&r.body);
+        assert!(text.contains("Overloaded"), "{path}: {text}");
+        let line = gw.wait_log(path, |l| l["route"] == path).await;
+        assert_eq!(line["status"], 200, "{line}");
+        assert_eq!(line["error"], "upstream_stream_error", "{line}");
+    }
 }
