@@ -85,12 +85,12 @@ pub(crate) fn parse<'a>(
     gemini: Option<&'a GeminiCall>,
     whole: bool,
 ) -> Result<(RequestHead<'a>, Option<Value>), HeadError> {
+    let scan = || match gemini {
+        Some(call) => gemini_head(body, call),
+        None => parse_head(body),
+    };
     if !whole || body.len() > WHOLE_MAX {
-        let head = match gemini {
-            Some(call) => gemini_head(body, call)?,
-            None => parse_head(body)?,
-        };
-        return Ok((head, None));
+        return Ok((scan()?, None));
     }
     let text = utf8(body)?;
     let fast = match gemini {
@@ -105,10 +105,7 @@ pub(crate) fn parse<'a>(
         return Ok((head, Some(v)));
     }
     // The rare body that needs serde: an error (serde's own message), a repeated member.
-    let head = match gemini {
-        Some(call) => gemini_head(body, call)?,
-        None => parse_head(body)?,
-    };
+    let head = scan()?;
     // No tree where a head is read but a tree is not (serde checks no escape in a string
     // it skips): translation reads it again and refuses it, passthrough forwards it.
     Ok((head, json::read(text).ok()))

@@ -316,84 +316,7 @@ pub(super) struct ChatTurns<'a>(pub(super) Vec<ChatTurnOut<'a>>);
 impl ChatTurns<'_> {
     /// The JSON array of the turns, exactly as serde_json writes `Vec<ChatTurnOut>`.
     fn write(&self, out: &mut String) {
-        out.push('[');
-        for (i, t) in self.0.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            match t {
-                ChatTurnOut::System { content } => {
-                    out.push_str(r#"{"role":"system","content":"#);
-                    write_str(out, content);
-                }
-                ChatTurnOut::User { content } => {
-                    out.push_str(r#"{"role":"user","content":"#);
-                    match content {
-                        ChatUserContent::Text(text) => write_str(out, text),
-                        ChatUserContent::Parts(parts) => {
-                            out.push('[');
-                            for (j, p) in parts.iter().enumerate() {
-                                if j > 0 {
-                                    out.push(',');
-                                }
-                                match p {
-                                    ChatUserPart::Text { text } => {
-                                        out.push_str(r#"{"type":"text","text":"#);
-                                        write_str(out, text);
-                                        out.push('}');
-                                    }
-                                    ChatUserPart::ImageUrl { image_url } => {
-                                        out.push_str(r#"{"type":"image_url","image_url":{"url":"#);
-                                        write_str(out, &image_url.url);
-                                        out.push_str("}}");
-                                    }
-                                }
-                            }
-                            out.push(']');
-                        }
-                    }
-                }
-                ChatTurnOut::Assistant {
-                    content,
-                    tool_calls,
-                } => {
-                    out.push_str(r#"{"role":"assistant","content":"#);
-                    match content {
-                        Some(text) => write_str(out, text),
-                        None => out.push_str("null"),
-                    }
-                    if !tool_calls.is_empty() {
-                        out.push_str(r#","tool_calls":["#);
-                        for (j, c) in tool_calls.iter().enumerate() {
-                            if j > 0 {
-                                out.push(',');
-                            }
-                            out.push_str(r#"{"id":"#);
-                            write_str(out, c.id);
-                            out.push_str(r#","type":"#);
-                            write_str(out, c.ty);
-                            out.push_str(r#","function":{"name":"#);
-                            write_str(out, c.function.name);
-                            out.push_str(r#","arguments":"#);
-                            write_str(out, c.function.arguments);
-                            out.push_str("}}");
-                        }
-                        out.push(']');
-                    }
-                }
-                ChatTurnOut::Tool {
-                    tool_call_id,
-                    content,
-                } => {
-                    out.push_str(r#"{"role":"tool","tool_call_id":"#);
-                    write_str(out, tool_call_id);
-                    out.push_str(r#","content":"#);
-                    write_str(out, content);
-                }
-            }
-            out.push('}');
-        }
-        out.push(']');
+        write_list(out, &self.0, write_turn);
     }
 
     /// Room for the turns' texts and their framing.
@@ -413,6 +336,85 @@ impl ChatTurns<'_> {
         };
         self.0.iter().map(|t| text(t) + 48).sum::<usize>() + 2
     }
+}
+
+/// `items` as a JSON array, each written by `item`.
+fn write_list<T>(out: &mut String, items: &[T], mut item: impl FnMut(&mut String, &T)) {
+    out.push('[');
+    for (i, t) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        item(out, t);
+    }
+    out.push(']');
+}
+
+fn write_turn(out: &mut String, t: &ChatTurnOut<'_>) {
+    match t {
+        ChatTurnOut::System { content } => {
+            out.push_str(r#"{"role":"system","content":"#);
+            write_str(out, content);
+        }
+        ChatTurnOut::User { content } => {
+            out.push_str(r#"{"role":"user","content":"#);
+            match content {
+                ChatUserContent::Text(text) => write_str(out, text),
+                ChatUserContent::Parts(parts) => write_list(out, parts, write_user_part),
+            }
+        }
+        ChatTurnOut::Assistant {
+            content,
+            tool_calls,
+        } => {
+            out.push_str(r#"{"role":"assistant","content":"#);
+            match content {
+                Some(text) => write_str(out, text),
+                None => out.push_str("null"),
+            }
+            if !tool_calls.is_empty() {
+                out.push_str(r#","tool_calls":"#);
+                write_list(out, tool_calls, write_tool_call);
+            }
+        }
+        ChatTurnOut::Tool {
+            tool_call_id,
+            content,
+        } => {
+            out.push_str(r#"{"role":"tool","tool_call_id":"#);
+            write_str(out, tool_call_id);
+            out.push_str(r#","content":"#);
+            write_str(out, content);
+        }
+    }
+    out.push('}');
+}
+
+fn write_user_part(out: &mut String, p: &ChatUserPart<'_>) {
+    match p {
+        ChatUserPart::Text { text } => {
+            out.push_str(r#"{"type":"text","text":"#);
+            write_str(out, text);
+            out.push('}');
+        }
+        ChatUserPart::ImageUrl { image_url } => {
+            out.push_str(r#"{"type":"image_url","image_url":{"url":"#);
+            write_str(out, &image_url.url);
+            out.push_str("}}");
+        }
+    }
+}
+
+fn write_tool_call(out: &mut String, c: &ChatToolCallOut<'_>) {
+    out.push_str(r#"{"id":"#);
+    write_str(out, c.id);
+    out.push_str(r#","type":"#);
+    write_str(out, c.ty);
+    out.push_str(r#","function":{"name":"#);
+    write_str(out, c.function.name);
+    out.push_str(r#","arguments":"#);
+    write_str(out, c.function.arguments);
+    out.push_str("}}");
 }
 
 impl Serialize for ChatTurns<'_> {
