@@ -529,6 +529,10 @@ pub(crate) struct Upstream {
     /// Non-streaming upstream bytes buffered at once, over every request; a response that
     /// does not fit gets 503 rather than growing memory without bound.
     pub(crate) max_buffered_bytes: usize,
+    /// The shortest lifetime a fetched credential (a Vertex access token, fetched AWS keys)
+    /// may have: a shorter one is a failed fetch, retried with the outage backoff, so that an
+    /// issuer answering `expires_in: 0` cannot turn the refresher into a loop.
+    pub(crate) min_credential_lifetime_ms: u64,
 }
 
 impl Default for Upstream {
@@ -542,6 +546,9 @@ impl Default for Upstream {
             extra_ca_file: None,
             max_response_body_bytes: 64 * 1024 * 1024,
             max_buffered_bytes: 256 * 1024 * 1024,
+            // Real issuers grant far more (Google an hour, STS at least 15 minutes); less
+            // than a minute is a broken issuer or a clock off by the lifetime.
+            min_credential_lifetime_ms: 60_000,
         }
     }
 }
@@ -748,6 +755,13 @@ impl Config {
             if v == 0 {
                 return Err(invalid(key, "must be > 0 milliseconds"));
             }
+        }
+        // Below a second the floor stops bounding the refresher's rate.
+        if self.upstream.min_credential_lifetime_ms < 1_000 {
+            return Err(invalid(
+                "upstream.min_credential_lifetime_ms",
+                "must be at least 1000 milliseconds",
+            ));
         }
         if let Some(ca) = &self.upstream.extra_ca_file {
             if !ca.is_file() {
@@ -1008,6 +1022,22 @@ model = "gpt-4o-mini-2024-07-18"
         assert_eq!(c.server.workers, 0);
         assert!(c.observability.metrics);
         assert_eq!(c.models[0].targets[0].provider, Provider::Openai);
+    }
+
+    #[test]
+    fn credential_lifetime_floor_is_a_minute_and_at_least_a_second() {
+        assert_eq!(
+            parse(MINIMAL).unwrap().upstream.min_credential_lifetime_ms,
+            60_000
+        );
+        let text = format!("[upstream]\nmin_credential_lifetime_ms = 999\n{MINIMAL}");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("upstream.min_credential_lifetime_ms"), "{e}");
+        let text = format!("[upstream]\nmin_credential_lifetime_ms = 1000\n{MINIMAL}");
+        assert_eq!(
+            parse(&text).unwrap().upstream.min_credential_lifetime_ms,
+            1_000
+        );
     }
 
     #[test]

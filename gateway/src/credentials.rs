@@ -54,6 +54,8 @@ pub(crate) struct Sources<'a> {
     pub(crate) metrics: Arc<Metrics>,
     /// The longest a token exchange may take.
     pub(crate) fetch_timeout: Duration,
+    /// The shortest lifetime a fetched credential may have (`upstream.min_credential_lifetime_ms`).
+    pub(crate) min_lifetime: Duration,
     pub(crate) tasks: Vec<RefreshTask>,
     by_file: HashMap<PathBuf, (Arc<Refreshing<Credential>>, Option<String>)>,
 }
@@ -63,11 +65,13 @@ impl<'a> Sources<'a> {
         client: &'a UpstreamClient,
         metrics: Arc<Metrics>,
         fetch_timeout: Duration,
+        min_lifetime: Duration,
     ) -> Self {
         Sources {
             client,
             metrics,
             fetch_timeout,
+            min_lifetime,
             tasks: Vec::new(),
             by_file: HashMap::new(),
         }
@@ -75,7 +79,8 @@ impl<'a> Sources<'a> {
 
     /// Adds the task that keeps `refreshing` fresh with `fetch` (given the upstream client
     /// and the fetch timeout), counting each fetch's outcome and logging a failure as
-    /// "gateway: {label}: {what} refresh failed: …".
+    /// "gateway: {label}: {what} refresh failed: …". A credential that lives less than
+    /// `min_lifetime` is such a failure: kept, it would be fetched again at once, forever.
     fn push_refresh<F, Fut>(
         &mut self,
         refreshing: &Arc<Refreshing<Credential>>,
@@ -87,14 +92,19 @@ impl<'a> Sources<'a> {
         Fut: Future<Output = Result<(Credential, Duration), FetchError>> + Send + 'static,
     {
         let (r, client) = (refreshing.clone(), self.client.clone());
-        let fetch_timeout = self.fetch_timeout;
+        let (fetch_timeout, floor) = (self.fetch_timeout, self.min_lifetime);
         let (ok, failed) = (self.metrics.clone(), self.metrics.clone());
         self.tasks.push(Box::new(move |stop| {
             Box::pin(r.run(
                 move || {
                     let (fetched, ok) = (fetch(client.clone(), fetch_timeout), ok.clone());
                     async move {
-                        let r = fetched.await;
+                        let r = fetched.await.and_then(|(cred, lifetime)| {
+                            if lifetime < floor {
+                                return Err(FetchError::ShortLived { lifetime, floor });
+                            }
+                            Ok((cred, lifetime))
+                        });
                         if r.is_ok() {
                             ok.credential_refreshes_ok.fetch_add(1, Relaxed);
                         }
@@ -238,6 +248,12 @@ pub(crate) enum FetchError {
     BadToken,
     #[error(transparent)]
     Aws(#[from] aws_creds::AwsCredsError),
+    #[error(
+        "the credential granted lives {} ms, under the {} ms minimum (upstream.min_credential_lifetime_ms)",
+        lifetime.as_millis(),
+        floor.as_millis()
+    )]
+    ShortLived { lifetime: Duration, floor: Duration },
 }
 
 /// Where a Bedrock target's expiring AWS keys are fetched.

@@ -177,7 +177,9 @@ impl State {
         let client = client::build(&cfg.upstream)?;
         // A token fetch gets as long as an upstream's first byte.
         let fetch_timeout = Duration::from_millis(cfg.upstream.first_byte_timeout_ms);
-        let mut sources = crate::credentials::Sources::new(&client, metrics.clone(), fetch_timeout);
+        let min_lifetime = Duration::from_millis(cfg.upstream.min_credential_lifetime_ms);
+        let mut sources =
+            crate::credentials::Sources::new(&client, metrics.clone(), fetch_timeout, min_lifetime);
         let mut models = Vec::with_capacity(cfg.models.len());
         for m in &cfg.models {
             let mut targets: [Vec<Target>; 4] = Default::default();

@@ -59,7 +59,8 @@ def vertex_gateway(workdir, cloud):
     }
     text = (
         '[server]\nlisten = "127.0.0.1:0"\nshutdown_grace_ms = 5000\n\n'
-        "[upstream]\nconnect_timeout_ms = 2000\nfirst_byte_timeout_ms = 10000\n\n"
+        # The floor lowered so that the short account's 4-second tokens are taken.
+        "[upstream]\nconnect_timeout_ms = 2000\nfirst_byte_timeout_ms = 10000\nmin_credential_lifetime_ms = 2000\n\n"
         '[observability]\naccess_log = "off"\nmetrics = false\n\n'
         f'[[keys]]\nname = "sdk"\nkey = "{GATEWAY_KEY}"\n\n'
     )

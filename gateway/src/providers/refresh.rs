@@ -6,7 +6,9 @@
 //! refreshed 6 minutes early, a 4-second test token halfway. A failed fetch is retried after
 //! 1 s, doubling to 30 s, while requests keep the old value until it expires. With no valid
 //! value (start-up, every refresh failed, or the upstream refused the value), requests wait
-//! for the next one up to a limit the caller chooses (the first-byte timeout).
+//! for the next one up to a limit the caller chooses (the first-byte timeout). A value that
+//! would live less than the operator's floor never gets here: the caller (credentials.rs)
+//! makes it a failed fetch, so an issuer granting 0 s meets the backoff, not `MIN_INTERVAL`.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;

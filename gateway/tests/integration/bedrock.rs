@@ -209,3 +209,55 @@ async fn unreachable_container_credentials_are_a_503() {
     let status = gw.wait_exit(PATIENCE).await;
     assert!(status.success(), "{status:?}: the refresher holds no exit");
 }
+
+/// Container credentials that expire as they are issued (or within the lifetime floor) are
+/// a failed fetch: the fetches back off (1 s, 2 s, ...) as for an endpoint that is down,
+/// instead of repeating every 250 ms, and each failure is logged; requests get the 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_keys_under_the_lifetime_floor_are_a_failed_fetch() {
+    let creds = FnUpstream::start(|mut s, _head| async move {
+        let out = std::process::Command::new("date")
+            .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+            .output()
+            .unwrap();
+        let now = String::from_utf8(out.stdout).unwrap();
+        let body = serde_json::json!({"AccessKeyId": "ASIAFLOOR", "SecretAccessKey": "floor-secret",
+            "Token": "floor-session-token", "Expiration": now.trim()});
+        let reply = http_response(
+            "200 OK",
+            &[
+                ("content-type", "application/json"),
+                ("connection", "close"),
+            ],
+            body.to_string().as_bytes(),
+        );
+        let _ = tokio::io::AsyncWriteExt::write_all(&mut s, &reply).await;
+    })
+    .await;
+    let config = format!(
+        "[upstream]\nfirst_byte_timeout_ms = 300\n{}",
+        bedrock(&creds.base_url(), "aws_credentials = \"container\"")
+    );
+    let opts = StartOpts {
+        env: vec![(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI".into(),
+            format!("{}/creds", creds.base_url()),
+        )],
+        ..StartOpts::default()
+    };
+    let gw = TestGateway::start_opts(&config, opts).await;
+    let r = gw
+        .send(post(MESSAGES, body(MESSAGES, "br", false)).bearer(CLIENT_KEY))
+        .await;
+    assert_eq!(assert_anthropic_error(&r, 503), "api_error");
+    tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
+    // Fetches at 0, 1 and 3 s (a few more if start-up was slow); 14 or more without the floor.
+    let fetches = creds.heads().len();
+    assert!((1..=4).contains(&fetches), "{fetches} fetches");
+    let log = gw.stderr_lines().join("\n");
+    assert!(
+        log.contains("AWS credentials refresh failed: the credential granted lives 0 ms, under the 60000 ms minimum"),
+        "{log}"
+    );
+    assert!(!log.contains("floor-secret") && !log.contains("floor-session-token"));
+}

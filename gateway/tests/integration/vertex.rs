@@ -668,13 +668,15 @@ async fn token_counts() {
     );
 }
 
-// A 4-second token: the gateway fetches the next one in the background before the last
-// expires, so requests spread over 6 s all pass and none waits on a fetch.
+// A 4-second token (the lifetime floor lowered to let it live): the gateway fetches the
+// next one in the background before the last expires, so requests spread over 6 s all pass
+// and none waits on a fetch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_refresh_before_expiry_and_requests_never_wait() {
     let pem = fresh_pem();
     let mock = VertexMock::start(&pem, 4).await;
-    let gw = start(&mock, &pem, "first_byte_timeout_ms = 5000").await;
+    let upstream = "first_byte_timeout_ms = 5000\nmin_credential_lifetime_ms = 2000";
+    let gw = start(&mock, &pem, upstream).await;
     // The first request may wait on the first fetch.
     assert_eq!(
         gw.send(gemini_req("vg", false)).await.status,
@@ -700,6 +702,40 @@ async fn tokens_refresh_before_expiry_and_requests_never_wait() {
         "slowest request {slowest:?}"
     );
     assert!(mock.seen().iter().all(|s| s.status == 200));
+}
+
+// A token endpoint granting tokens that live 0 s (or less than the floor) fails like one
+// that is down: the fetches back off (1 s, 2 s, ...) instead of repeating every 250 ms, and
+// each failure is logged. Requests get the 503 of an endpoint that is down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_under_the_lifetime_floor_is_a_failed_fetch() {
+    let pem = fresh_pem();
+    let mock = VertexMock::start(&pem, 0).await;
+    let gw = start(&mock, &pem, "first_byte_timeout_ms = 300").await;
+    let r = gw.send(gemini_req("vg", false)).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.text());
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    // Fetches at 0, 1 and 3 s (a few more if start-up was slow); 14 or more without the floor.
+    let n = mock.exchanges();
+    assert!(
+        (1..=4).contains(&n),
+        "{n} token fetches in {:?}",
+        started.elapsed()
+    );
+    let log = gw.stderr_lines().join("\n");
+    assert!(
+        log.contains("access token refresh failed: the credential granted lives 0 ms, under the 60000 ms minimum (upstream.min_credential_lifetime_ms)"),
+        "{log}"
+    );
+    assert!(!log.contains("ya29."), "{log}");
+    let text = gw.metrics().await;
+    let failed = metric(
+        &text,
+        "gateway_upstream_credential_refresh_total{result=\"error\"}",
+    );
+    assert!(failed >= Some(1.0), "{text}");
+    assert!(mock.seen().is_empty(), "no request went out with the token");
 }
 
 // Vertex refuses the token (revoked, or expired early): the gateway fetches a new one and
