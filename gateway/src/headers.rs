@@ -102,6 +102,7 @@ pub(crate) fn passes_back(name: &HeaderName) -> bool {
 /// Keeps in `headers` (an upstream response's) only what [`passes_back`] and `keep` allow. In
 /// place: an upstream sends a few headers that do not pass (date, server, content-length)
 /// beside several that do, so removing those costs less than building a map of the others.
+/// A `Retry-After` that passes is checked and clamped ([`retry_after`]).
 pub(crate) fn retain_passing_back(headers: &mut HeaderMap, keep: impl Fn(&HeaderName) -> bool) {
     let dropped: Vec<HeaderName> = headers
         .keys()
@@ -111,6 +112,36 @@ pub(crate) fn retain_passing_back(headers: &mut HeaderMap, keep: impl Fn(&Header
     for name in &dropped {
         headers.remove(name);
     }
+    if let Some(v) = headers.get(header::RETRY_AFTER) {
+        let now = std::time::SystemTime::now();
+        match retry_after(v.as_bytes(), now) {
+            Some(secs) => headers.insert(header::RETRY_AFTER, HeaderValue::from(secs)),
+            None => headers.remove(header::RETRY_AFTER),
+        };
+    }
+}
+
+/// The longest `Retry-After` passed back, in seconds: an hour, the longest the gateway's own
+/// rate limits ever ask a client to wait (their debt is capped at an hour of refill). An
+/// upstream's longer wait would park a client for days on one bad header.
+pub(crate) const MAX_RETRY_AFTER_S: u64 = 3600;
+
+/// An upstream's `Retry-After` (the first, if it sent several) as the delta-seconds passed
+/// back: RFC 9110's delta-seconds as they are, or its HTTP-date as the seconds from `now`
+/// (0 once past), clamped to [`MAX_RETRY_AFTER_S`]; `None` for anything else (`-5`, `1e300`,
+/// text), which is dropped rather than relayed for a client to misread.
+pub(crate) fn retry_after(value: &[u8], now: std::time::SystemTime) -> Option<u64> {
+    let v = std::str::from_utf8(value).ok()?.trim_matches([' ', '\t']);
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        // Too many digits for a u64 is still a (very long) wait: the clamp.
+        return Some(
+            v.parse::<u64>()
+                .map_or(MAX_RETRY_AFTER_S, |s| s.min(MAX_RETRY_AFTER_S)),
+        );
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    let wait = at.duration_since(now).map_or(0, |d| d.as_secs());
+    Some(wait.min(MAX_RETRY_AFTER_S))
 }
 
 /// The `Host` header for requests to `uri`, as hyper-util's client would set it (the host,
@@ -189,6 +220,52 @@ mod tests {
         for n in ["Authorization", "x-api-key", "cookie", "host", "bad name"] {
             assert!(check_extra_forward(n).is_err(), "{n}");
         }
+    }
+
+    #[test]
+    fn retry_after_is_checked_and_clamped() {
+        use std::time::{Duration, UNIX_EPOCH};
+        // Sun, 06 Nov 1994 08:49:37 GMT, RFC 9110's example.
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        for (v, want) in [
+            ("120", Some(120)),
+            (" 0 ", Some(0)),
+            ("3600", Some(3600)),
+            ("3601", Some(3600)),
+            ("99999999999999999999999", Some(3600)),
+            ("Sun, 06 Nov 1994 08:50:37 GMT", Some(60)),
+            ("Sun, 06 Nov 1994 08:49:37 GMT", Some(0)),
+            ("Sat, 05 Nov 1994 08:49:37 GMT", Some(0)),
+            ("Fri, 31 Dec 9999 23:59:59 GMT", Some(3600)),
+            ("Sunday, 06-Nov-94 08:50:37 GMT", Some(60)),
+            ("Sun Nov  6 08:50:37 1994", Some(60)),
+            ("-5", None),
+            ("1e300", None),
+            ("1.5", None),
+            ("+5", None),
+            ("", None),
+            ("soon", None),
+            ("12 34", None),
+        ] {
+            assert_eq!(retry_after(v.as_bytes(), now), want, "{v:?}");
+        }
+        assert_eq!(retry_after(b"\xff", now), None);
+    }
+
+    #[test]
+    fn a_bad_retry_after_is_dropped_and_a_long_one_clamped() {
+        let mut h = HeaderMap::new();
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("-5"));
+        retain_passing_back(&mut h, |_| true);
+        assert!(h.get(header::RETRY_AFTER).is_none());
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("86400"));
+        h.append(header::RETRY_AFTER, HeaderValue::from_static("text"));
+        retain_passing_back(&mut h, |_| true);
+        let kept: Vec<_> = h.get_all(header::RETRY_AFTER).iter().collect();
+        assert_eq!(kept, ["3600"]);
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("7"));
+        retain_passing_back(&mut h, |_| true);
+        assert_eq!(h[header::RETRY_AFTER], "7");
     }
 
     #[test]

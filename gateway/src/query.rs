@@ -20,15 +20,22 @@ pub(crate) fn key(query: Option<&str>) -> Option<&str> {
     READ.iter().find_map(|name| {
         q.split('&')
             .filter_map(|p| p.split_once('='))
-            .find(|(n, v)| n == name && !v.is_empty())
+            .find(|(n, v)| decoded(n) == *name && !v.is_empty())
             .map(|(_, v)| v)
     })
+}
+
+/// A parameter name as the server that gets it reads it: percent-decoded (`k%65y` is `key`,
+/// `access%5Ftoken` is `access_token`). Names are compared so, or an encoded credential
+/// name would pass every check here and still be a credential upstream.
+fn decoded(name: &str) -> Cow<'_, str> {
+    percent_encoding::percent_decode_str(name).decode_utf8_lossy()
 }
 
 /// Whether the parameter `p` (`name=value` or a bare `name`) is a credential.
 fn is_credential(p: &str) -> bool {
     let name = p.split_once('=').map_or(p, |(n, _)| n);
-    CREDENTIALS.contains(&name)
+    CREDENTIALS.contains(&&*decoded(name))
 }
 
 /// `query` without its credentials; `None` when nothing is left.
@@ -48,7 +55,8 @@ pub(crate) fn without_credentials(query: Option<&str>) -> Option<Cow<'_, str>> {
 pub(crate) fn has(query: Option<&str>, name: &str, value: &str) -> bool {
     query.is_some_and(|q| {
         q.split('&')
-            .any(|p| p.split_once('=') == Some((name, value)))
+            .filter_map(|p| p.split_once('='))
+            .any(|(n, v)| v == value && decoded(n) == name)
     })
 }
 
@@ -76,6 +84,25 @@ mod tests {
             Some("monkey=1")
         );
         assert!(has(Some("alt=sse&key=k"), "alt", "sse"));
+    }
+
+    #[test]
+    fn names_are_compared_percent_decoded() {
+        let q = "k%65y=a&access%5Ftoken=b&api%5Fkey=c&api%2dkey=d&%6B%65%79=e&x%3D1=2&beta=true";
+        assert_eq!(
+            without_credentials(Some(q)).as_deref(),
+            Some("x%3D1=2&beta=true")
+        );
+        assert_eq!(key(Some("k%65y=a")), Some("a"));
+        assert_eq!(key(Some("access%5Ftoken=b")), Some("b"));
+        assert_eq!(
+            key(Some("k%2565y=a")),
+            None,
+            "decoded once, as a server does"
+        );
+        assert!(has(Some("%61lt=sse"), "alt", "sse"));
+        // Invalid UTF-8 once decoded is no credential name, and no panic.
+        assert_eq!(without_credentials(Some("%ff=1")).as_deref(), Some("%ff=1"));
     }
 
     #[test]

@@ -780,3 +780,67 @@ async fn a_stream_ended_by_an_upstream_error_is_logged_as_one() {
         assert_eq!(line["error"], "upstream_stream_error", "{line}");
     }
 }
+
+// Issue 49 item 5: an upstream's Retry-After reaches the client only when it is one
+// (delta-seconds or an HTTP-date), clamped to an hour; anything else is dropped. Passthrough
+// (chat to openai) and translated (messages to openai) alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_is_passed_only_when_valid_and_clamped_to_an_hour() {
+    for (sent, want) in [
+        ("30", Some("30")),
+        ("99999999999999999999999", Some("3600")),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", Some("3600")),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", Some("0")),
+        ("-5", None),
+        ("1e300", None),
+        ("try again later", None),
+    ] {
+        let up = fixed(http_response(
+            "429 Too Many Requests",
+            &[("content-type", "application/json"), ("retry-after", sent)],
+            br#"{"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limit"}}"#,
+        ))
+        .await;
+        let gw = TestGateway::start(&gpt_on(&up, "")).await;
+        for route in [CHAT, MESSAGES] {
+            let r = gw.send(post(route, body(route, "gpt", false))).await;
+            assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.text());
+            assert_eq!(r.header("retry-after"), want, "{route} {sent:?}");
+        }
+    }
+}
+
+// Issue 49 item 5: credential names in the client's query are recognised percent-encoded
+// too (`k%65y` is `key`): none reaches a passthrough upstream; other parameters do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn percent_encoded_credential_names_stay_behind() {
+    let up = fixed(http_response(
+        "200 OK",
+        &[("content-type", "application/json")],
+        chat_json(3, 1).as_bytes(),
+    ))
+    .await;
+    let anth = fixed(http_response(
+        "200 OK",
+        &[("content-type", "application/json")],
+        br#"{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}"#,
+    ))
+    .await;
+    let cfg = format!(
+        "{}{}",
+        gpt_on(&up, ""),
+        model_with("claude", "", &[("anthropic", &anth.base_url())])
+    );
+    let gw = TestGateway::start(&cfg).await;
+    let q = "?k%65y=secret-one&access%5Ftoken=secret-two&api%5Fkey=secret-three&api%2dkey=secret-four&%6B%65%79=secret-five&beta=true";
+    for (route, model, upstream) in [(CHAT, "gpt", &up), (MESSAGES, "claude", &anth)] {
+        let r = gw
+            .send(post(&format!("{route}{q}"), body(route, model, false)))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+        let head = upstream.heads().last().cloned().unwrap();
+        let line = head.lines().next().unwrap();
+        assert!(line.contains("beta=true"), "{line}");
+        assert!(!line.contains("secret"), "{route}: {line}");
+    }
+}
