@@ -191,6 +191,9 @@ async fn unreachable_container_credentials_are_a_503() {
         text.contains("credentials unavailable") && text.contains("provider bedrock"),
         "{text}"
     );
+    let line = gw.wait_log(MESSAGES, |l| l["route"] == MESSAGES).await;
+    assert_eq!(line["status"], 503, "{line}");
+    assert_eq!(line["error"], "credentials_unavailable", "{line}");
     let deadline = std::time::Instant::now() + PATIENCE;
     while !gw
         .stderr_lines()

@@ -707,6 +707,9 @@ async fn a_chunk_of_160k_tool_calls_ends_the_translated_stream() {
     );
     assert!(text.contains("event: error"), "{text:.300}");
     assert!(text.contains("more than 1024 tool calls"), "{text:.300}");
+    let line = gw.wait_log(MESSAGES, |l| l["route"] == MESSAGES).await;
+    assert_eq!(line["status"], 200, "{line}");
+    assert_eq!(line["error"], "too_many_tool_calls", "{line}");
 }
 
 // Issue 21, item 5: a translated Responses stream keeps its answer for the final
@@ -753,6 +756,9 @@ async fn translated_responses_stream_keeps_a_bounded_answer() {
     assert!(!body.contains("response.completed"));
     let grew = peak_rss_kib(gw.pid()).saturating_sub(before);
     assert!(grew < 96 << 10, "peak RSS grew by {grew} KiB");
+    let line = gw.wait_log(RESPONSES, |l| l["route"] == RESPONSES).await;
+    assert_eq!(line["status"], 200, "{line}");
+    assert_eq!(line["error"], "translated_answer_too_long", "{line}");
 }
 
 /// A stream that the upstream ends with an error event, passed through or translated: the

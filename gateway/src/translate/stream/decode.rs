@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::chat_chunk;
 use crate::dialect::Dialect;
 use crate::sse::SseEvent;
-use crate::translate::hub::{self, Event, StopReason, Usage, MAX_TOOL_CALLS};
+use crate::translate::hub::{Event, StopReason, Usage, MAX_TOOL_CALLS};
 use crate::translate::{chat, gemini, messages, wire};
 
 pub(crate) enum Decoder {
@@ -96,6 +96,16 @@ fn error_event(v: &Value) -> Event {
     }
 }
 
+/// The start of the call past [`MAX_TOOL_CALLS`], never recorded (so a decoder's state stays
+/// within the bound): the translator counts starts and ends the answer at this one, logged as
+/// `too_many_tool_calls`. An error event here would be logged as the upstream's own error.
+fn over_the_tool_limit() -> Event {
+    Event::ToolCallStart {
+        id: String::new(),
+        name: String::new(),
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct ChatDecoder {
     started: bool,
@@ -163,10 +173,7 @@ impl ChatDecoder {
                 };
                 if !self.tools.contains(&index) {
                     if self.tools.len() == MAX_TOOL_CALLS {
-                        out.push(Event::Error {
-                            kind: "api_error".into(),
-                            message: hub::too_many_tool_calls(),
-                        });
+                        out.push(over_the_tool_limit());
                         return;
                     }
                     self.tools.insert(index);
@@ -333,10 +340,7 @@ impl GeminiDecoder {
             for p in c.content.and_then(|c| c.parts).into_iter().flatten() {
                 if let Some(f) = p.function_call {
                     if self.calls == MAX_TOOL_CALLS {
-                        out.push(Event::Error {
-                            kind: "api_error".into(),
-                            message: hub::too_many_tool_calls(),
-                        });
+                        out.push(over_the_tool_limit());
                         return;
                     }
                     match gemini::call(f, p.thought_signature.as_deref(), self.calls) {

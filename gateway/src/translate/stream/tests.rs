@@ -563,4 +563,59 @@ fn an_answer_ended_by_an_error_says_why() {
         why(Dialect::Chat, Dialect::Converse, &bad_crc),
         Some("upstream_stream_unreadable")
     );
+    // One call past the bound, from each upstream that streams calls: its own reason, not
+    // the upstream's error (chat and Gemini decoders stop at the bound themselves).
+    let over = crate::translate::hub::MAX_TOOL_CALLS + 1;
+    let chat_calls: Vec<String> = (0..over)
+        .map(|i| {
+            format!(r#"{{"index":{i},"id":"c{i}","function":{{"name":"f","arguments":"{{}}"}}}}"#)
+        })
+        .collect();
+    let chat = format!(
+        "data: {{\"id\":\"x\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{}]}}}}]}}\n\n",
+        chat_calls.join(",")
+    );
+    let gemini_calls = vec![r#"{"functionCall":{"name":"f","args":{}}}"#; over].join(",");
+    let gemini = format!(
+        "data: {{\"candidates\":[{{\"content\":{{\"role\":\"model\",\"parts\":[{gemini_calls}]}}}}]}}\n\n"
+    );
+    let mut messages = String::from("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n");
+    for i in 0..over {
+        messages.push_str(&format!(
+            "event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{i},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"t{i}\",\"name\":\"f\",\"input\":{{}}}}}}\n\n\
+             event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{i}}}\n\n"
+        ));
+    }
+    for (upstream, stream) in [
+        (Dialect::Chat, &chat),
+        (Dialect::Gemini, &gemini),
+        (Dialect::Messages, &messages),
+    ] {
+        for client in [
+            Dialect::Chat,
+            Dialect::Messages,
+            Dialect::Responses,
+            Dialect::Gemini,
+        ] {
+            if client == upstream {
+                continue;
+            }
+            assert_eq!(
+                why(client, upstream, stream.as_bytes()),
+                Some("too_many_tool_calls"),
+                "{upstream:?} to {client:?}"
+            );
+        }
+    }
+    // A Responses client's answer past its bound: 17 deltas of 512 KiB.
+    let text = "a".repeat(512 << 10);
+    let delta = format!(
+        "data: {{\"id\":\"x\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+    );
+    let long = delta.repeat(17);
+    assert_eq!(
+        why(Dialect::Responses, Dialect::Chat, long.as_bytes()),
+        Some("translated_answer_too_long")
+    );
+    assert_eq!(why(Dialect::Messages, Dialect::Chat, long.as_bytes()), None);
 }
