@@ -326,3 +326,68 @@ async fn long_stream_with_short_gaps_is_not_cut() {
     assert!(r.body_error.is_none());
     assert_eq!(sse_data(&r.body).last().unwrap(), "[DONE]");
 }
+
+// Issue 49 item 8: the access log's `error` for each error kind a request can meet before any
+// upstream is named by what happened (a swapped label fails here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_refusal_is_logged_with_its_own_error() {
+    let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
+    let cfg = format!(
+        "[server]\nmax_body_bytes = 2048\n[[keys]]\nname = \"a\"\nkey = \"key-a\"\nmodels = [\"gpt\"]\n{}{}",
+        model("gpt", &[("openai", &mock.base_url())]),
+        model_with(
+            "limited",
+            "rate_limit = { requests_per_minute = 1 }",
+            &[("openai", &mock.base_url())]
+        ),
+    );
+    let gw = TestGateway::start(&cfg).await;
+    let cases: [(&str, Req, u16); 7] = [
+        (
+            "invalid_request",
+            post(CHAT, "not json").bearer("key-a"),
+            400,
+        ),
+        ("authentication", post(CHAT, body(CHAT, "gpt", false)), 401),
+        (
+            "permission",
+            post(CHAT, body(CHAT, "limited", false)).bearer("key-a"),
+            403,
+        ),
+        (
+            "model_not_found",
+            post(CHAT, body(CHAT, "nope", false)).bearer("key-a"),
+            404,
+        ),
+        ("method_not_allowed", get(CHAT).bearer("key-a"), 405),
+        (
+            "too_large",
+            post(CHAT, "x".repeat(4096)).bearer("key-a"),
+            413,
+        ),
+        ("not_found", post("/v1/nowhere", "{}").bearer("key-a"), 404),
+    ];
+    for (want, req, status) in cases {
+        let r = gw.send(req).await;
+        assert_eq!(r.status.as_u16(), status, "{want}: {}", r.text());
+        let line = gw.wait_log(want, |l| l["error"] == want).await;
+        assert_eq!(line["status"], status, "{line}");
+    }
+    // The open route of a rate-limited model: the second request in the minute is refused.
+    let cfg = model_with(
+        "limited",
+        "rate_limit = { requests_per_minute = 1 }",
+        &[("openai", &mock.base_url())],
+    );
+    let gw = TestGateway::start(&cfg).await;
+    assert_eq!(
+        gw.send(post(CHAT, body(CHAT, "limited", false)))
+            .await
+            .status,
+        200
+    );
+    let r = gw.send(post(CHAT, body(CHAT, "limited", false))).await;
+    assert_eq!(r.status, 429);
+    let line = gw.wait_log("rate_limited", |l| l["status"] == 429).await;
+    assert_eq!(line["error"], "rate_limited", "{line}");
+}
