@@ -13,6 +13,7 @@ use crate::callgrind::{self, CallgrindOptions};
 use crate::holdout;
 use crate::load::{self, LoadOptions};
 use crate::report;
+use crate::responsive::{self, ResponsiveOptions};
 use crate::rss::{self, RssOptions};
 use crate::soak::{self, SoakOptions};
 use crate::soak_shared::{self, SharedSoakOptions};
@@ -63,6 +64,34 @@ enum BenchCommand {
     Board(BoardArgs),
     /// Writes BENCHMARKS.md from a results directory.
     Report(ReportArgs),
+    /// The runtime stays responsive: one gateway worker under floods of big translations
+    /// (error bodies, answers, request bodies, streams), /healthz latency p50/p99/max per
+    /// flood and the gateway's CPU per flood request; exits non-zero when a flood request
+    /// fails or, with --max-p99-ms, a p99 is over it.
+    Responsive(ResponsiveArgs),
+}
+
+#[derive(Args, Debug)]
+struct ResponsiveArgs {
+    #[arg(long)]
+    gateway: PathBuf,
+    /// Bytes of each translated body (default: just under the 1 MiB once moved off the worker).
+    #[arg(long, default_value_t = 1_000_000)]
+    size: usize,
+    /// Flooding clients per flood.
+    #[arg(long, default_value_t = 4)]
+    clients: u32,
+    /// Seconds per flood.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Milliseconds between two health checks.
+    #[arg(long, default_value_t = 10)]
+    interval_ms: u64,
+    /// Fail when a flood's healthz p99 is over this many milliseconds.
+    #[arg(long)]
+    max_p99_ms: Option<f64>,
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -366,6 +395,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::SoakShared(a)) => run_soak_shared(a),
         Some(BenchCommand::Translated(a)) => run_translated(a),
         Some(BenchCommand::Board(a)) => run_board(a),
+        Some(BenchCommand::Responsive(a)) => run_responsive(a),
         Some(BenchCommand::Report(a)) => {
             let doc = if a.board_only {
                 let old = std::fs::read_to_string(&a.out)?;
@@ -640,6 +670,25 @@ fn run_holdout(a: HoldoutArgs) -> Result<(), Error> {
             worse.join(", ")
         )
         .into());
+    }
+    Ok(())
+}
+
+fn run_responsive(a: ResponsiveArgs) -> Result<(), Error> {
+    let opts = ResponsiveOptions {
+        gateway: a.gateway,
+        size: a.size,
+        clients: a.clients,
+        duration: Duration::from_secs_f64(a.seconds),
+        interval: Duration::from_millis(a.interval_ms),
+        work_dir: work_dir(&a.common, "responsive"),
+    };
+    // Clients, the mock and the sampler: enough threads that the gateway is what waits.
+    let r = runtime(4)?.block_on(responsive::run(&opts))?;
+    emit(&a.common, &r, &r.markdown())?;
+    let problems = r.problems(a.max_p99_ms.unwrap_or(f64::INFINITY));
+    if !problems.is_empty() {
+        return Err(format!("responsive check FAILED: {}", problems.join("; ")).into());
     }
     Ok(())
 }

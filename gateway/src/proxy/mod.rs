@@ -114,7 +114,12 @@ pub(crate) async fn handle(
             Some(call) => translates(&call.model),
             None => request::model_hint(&body).is_none_or(translates),
         };
-    let (head, value) = match request::parse(&body, gemini.as_ref(), whole) {
+    // Reading a big body whole, then translating it, takes milliseconds: off the worker.
+    let big = body.len() >= OFF_RUNTIME_BYTES;
+    let parsed = blocking_if(big && whole, || {
+        request::parse(&body, gemini.as_ref(), whole)
+    });
+    let (head, value) = match parsed {
         Ok(h) => h,
         Err(e) => return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string()),
     };
@@ -147,7 +152,7 @@ pub(crate) async fn handle(
         let first = targets.iter().find(|t| t.translates(dialect));
         let upstream = first.map_or(dialect, |t| t.upstream);
         let reasoning = first.is_some_and(|t| t.reasoning);
-        let decoded = match value {
+        let decoded = blocking_if(big, || match value {
             Some(v) => {
                 translate::decode_request_value(dialect, upstream, v, model.policy, reasoning)
             }
@@ -158,7 +163,7 @@ pub(crate) async fn handle(
                 model.policy,
                 reasoning,
             ),
-        };
+        });
         match decoded {
             Ok(mut h) => {
                 if let Some(call) = &gemini {
@@ -265,7 +270,10 @@ impl Plan<'_> {
             reasoning: target.reasoning,
             policy: self.policy,
         };
-        let mut encoded = translate::encode_request(target.upstream, hub, info)?;
+        let big = body.len() >= OFF_RUNTIME_BYTES;
+        let mut encoded = blocking_if(big, || {
+            translate::encode_request(target.upstream, hub, info)
+        })?;
         if target.provider == Provider::VertexAnthropic {
             // Claude on Vertex takes the model in the URL and refuses it in the body.
             if let Ok(h) = request::parse_head(&encoded.body) {
@@ -732,7 +740,11 @@ async fn respond_translated(
             Some(secret) => crate::redact::redact(plain, secret),
             None => plain,
         };
-        translate::errors::translate(dialect, target.upstream, parts.status.as_u16(), &plain)
+        let (up, status) = (target.upstream, parts.status.as_u16());
+        off_runtime(plain.len() >= OFF_RUNTIME_BYTES, move || {
+            translate::errors::translate(dialect, up, status, &plain)
+        })
+        .await
     };
     out.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -742,10 +754,14 @@ async fn respond_translated(
     out
 }
 
-/// Work on a body this big (translating it; gunzipping a sixteenth of it) goes to the
-/// blocking pool: a megabyte takes milliseconds, and on a runtime worker that stalls every
-/// other request the worker carries, the health check among them.
-const OFF_RUNTIME_BYTES: usize = 1 << 20;
+/// Work on a body this big (translating it, a client's request, an answer, an error body or
+/// a stream's events; gunzipping a sixteenth of it) leaves the runtime's worker, which would
+/// otherwise stall every other request it carries, the health check among them. Measured
+/// (`bench responsive`, one worker): translation costs 6 to 60 ns a byte (a Messages answer
+/// to 60 for a chat request with many messages, parsed, decoded and encoded), so 64 KiB
+/// holds the worker a few ms; with 1 MiB (requests and error bodies were never moved),
+/// /healthz waited 206-247 ms p99 under 4 clients' 1,000,000-byte requests, 9-28 ms now.
+const OFF_RUNTIME_BYTES: usize = 64 << 10;
 
 /// Runs `work` here when it is small, else on the blocking pool.
 async fn off_runtime<T: Send + 'static>(big: bool, work: impl FnOnce() -> T + Send + 'static) -> T {
@@ -766,6 +782,15 @@ fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
         _ => work(),
+    }
+}
+
+/// [`blocking`] when `big`, else `work` right here.
+fn blocking_if<T>(big: bool, work: impl FnOnce() -> T) -> T {
+    if big {
+        blocking(work)
+    } else {
+        work()
     }
 }
 

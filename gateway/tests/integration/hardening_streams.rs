@@ -414,3 +414,87 @@ async fn the_health_check_answers_while_a_flood_is_decoded() {
         );
     }
 }
+
+// Issue 49 item 6: every big translation leaves the worker, not only a successful answer of
+// 1 MiB: with one runtime worker, the health check keeps answering while a 2 MB upstream
+// error body, a 1,000,000-byte answer of small blocks and a 4 MB client request are
+// translated (before: a handful of probes, each flood holding the worker whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_check_answers_while_big_bodies_of_any_kind_are_translated() {
+    let _heavy = HEAVY.lock().await;
+    let fill = |size: usize, item: &dyn Fn(usize) -> String| {
+        let mut out = Vec::new();
+        let mut len = 0;
+        while len < size {
+            let s = item(out.len());
+            len += s.len() + 1;
+            out.push(s);
+        }
+        out.join(",")
+    };
+    let details = fill(2_000_000, &|i| {
+        format!(r#"{{"field":"f{i}","reason":"bad"}}"#)
+    });
+    let error = format!(
+        r#"{{"type":"error","error":{{"type":"invalid_request_error","message":"too much","details":[{details}]}}}}"#
+    );
+    let errors = FnUpstream::start(move |mut s, _| {
+        let bytes = http_response(
+            "400 Bad Request",
+            &[("content-type", "application/json")],
+            error.as_bytes(),
+        );
+        async move {
+            let _ = s.write_all(&bytes).await;
+        }
+    })
+    .await;
+    let blocks = fill(1_000_000, &|i| {
+        format!(r#"{{"type":"text","text":"p{i} "}}"#)
+    });
+    let answer = format!(
+        r#"{{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{blocks}],"stop_reason":"end_turn","stop_sequence":null,"usage":{{"input_tokens":5,"output_tokens":7}}}}"#
+    );
+    assert!(answer.len() < 1 << 20, "{}", answer.len());
+    let big = answering("application/json", answer).await;
+    let small = answering(
+        "application/json",
+        r#"{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}"#.into(),
+    )
+    .await;
+    let config = format!(
+        "{}{}{}",
+        model("err", &[("anthropic", &errors.base_url())]),
+        model("big", &[("anthropic", &big.base_url())]),
+        model("small", &[("anthropic", &small.base_url())])
+    );
+    let gw = TestGateway::start_with_args(&config, &["--workers", "1"]).await;
+    let messages = fill(4_000_000, &|i| {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        format!(r#"{{"role":"{role}","content":"message {i}"}}"#)
+    });
+    let request = format!(
+        r#"{{"model":"small","max_tokens":9,"messages":[{messages},{{"role":"user","content":"go"}}]}}"#
+    );
+    let chat =
+        |m: &str| format!(r#"{{"model":"{m}","messages":[{{"role":"user","content":"hi"}}]}}"#);
+    for (what, req, status) in [
+        ("error", post(CHAT, chat("err")), StatusCode::BAD_REQUEST),
+        ("answer", post(CHAT, chat("big")), StatusCode::OK),
+        ("request", post(CHAT, request), StatusCode::OK),
+    ] {
+        let (r, waits) = probe_during(&gw, req).await;
+        assert_eq!(r.status, status, "{what}: {:.300}", r.text());
+        let (probes, worst) = (waits.len(), waits.last().copied().unwrap_or_default());
+        let p90 = waits[probes * 9 / 10];
+        println!(
+            "healthz during the {what} flood: {probes} probes, median {:?}, p90 {p90:?}, worst {worst:?}",
+            waits[probes / 2]
+        );
+        assert!(probes >= 10, "{what}: {probes} probes: the runtime stalled");
+        assert!(
+            p90 < Duration::from_millis(50),
+            "{what}: healthz p90 {p90:?}"
+        );
+    }
+}
