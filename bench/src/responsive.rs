@@ -295,6 +295,13 @@ async fn flood(addr: String, body: Bytes, status: u16, until: Instant) -> (u64, 
             .header("content-type", "application/json")
             .body(Full::new(body.clone()))
             .expect("a valid request");
+        // A chunked answer read to its end may leave the connection a moment from ready:
+        // sent before, the request is refused unsent ("operation was canceled").
+        if s.ready().await.is_err() {
+            failed += 1;
+            sender = None;
+            continue;
+        }
         let answered = match s.send_request(req).await {
             Ok(r) => {
                 let st = r.status().as_u16();
@@ -339,6 +346,7 @@ async fn sample(addr: String, interval: Duration, until: Instant) -> Result<Vec<
             .body(Empty::new())
             .expect("a valid request");
         let t = Instant::now();
+        s.ready().await.map_err(|e| e.to_string())?;
         let r = s.send_request(req).await.map_err(|e| e.to_string())?;
         let ok = r.status().is_success();
         r.into_body().collect().await.map_err(|e| e.to_string())?;
