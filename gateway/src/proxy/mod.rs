@@ -760,7 +760,7 @@ async fn respond_translated(
 /// (`bench responsive`, one worker): translation costs 6 to 60 ns a byte (a Messages answer
 /// to 60 for a chat request with many messages, parsed, decoded and encoded), so 64 KiB
 /// holds the worker a few ms; with 1 MiB (requests and error bodies were never moved),
-/// /healthz waited 206-247 ms p99 under 4 clients' 1,000,000-byte requests, 9-28 ms now.
+/// /healthz waited 195-247 ms p99 under 4 clients' 1,000,000-byte requests, 17-32 ms now.
 const OFF_RUNTIME_BYTES: usize = 64 << 10;
 
 /// Runs `work` here when it is small, else on the blocking pool.
