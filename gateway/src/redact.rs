@@ -105,8 +105,16 @@ impl Secrets {
                 hold = hold.min(data.len() - prefix_at_end(data, p.needle()));
             }
         }
-        if self.needs_decoding(data, at_end) {
+        // A hold inside an escape would have the next chunk decoded out of step (`\u00aA`
+        // held from its `A`): it moves back to where that escape starts.
+        let mid_escape = hold < data.len()
+            && memchr::memchr2(b'\\', b'%', &data[hold.saturating_sub(5)..hold]).is_some();
+        if mid_escape || self.needs_decoding(data, at_end) {
             let d = Decoded::of(data, at_end);
+            let unit = d.starts.partition_point(|&s| s as usize <= hold);
+            if unit > 0 {
+                hold = d.starts[unit - 1] as usize;
+            }
             for p in self.patterns.iter() {
                 let n = p.needle().len();
                 spans.extend(
@@ -174,8 +182,8 @@ impl Secrets {
             let Some(&e) = rest.first() else {
                 return !at_end;
             };
-            i += 1; // an escaped backslash escapes nothing after it
             if e == b'u' {
+                i += 1;
                 match unicode(&rest[1..]) {
                     Some(Some(c)) => {
                         let relevant = match u8::try_from(c) {
@@ -194,6 +202,7 @@ impl Secrets {
                 if self.alphabet[b as usize] {
                     return true;
                 }
+                i += 1; // an escaped backslash escapes nothing after it
             }
         }
         false
