@@ -277,7 +277,10 @@ impl Decoded {
             // The decoded bytes of an escape at `i` and its length; `None`: `b` stands.
             let mut utf8 = [0u8; 4];
             let escape: Option<(&[u8], usize)> = match b {
-                b'%' => match (data.get(i + 1).map(|&x| hex(x)), data.get(i + 2).map(|&y| hex(y))) {
+                b'%' => match (
+                    data.get(i + 1).map(|&x| hex(x)),
+                    data.get(i + 2).map(|&y| hex(y)),
+                ) {
                     (Some(Some(x)), Some(Some(y))) => {
                         utf8[0] = x << 4 | y;
                         Some((&utf8[..1], 3))
@@ -291,7 +294,8 @@ impl Decoded {
                     Some(b'u') => match unicode(&data[i + 2..]) {
                         Some(Some(cp)) => {
                             // A lone surrogate is no character: its bytes stand.
-                            char::from_u32(cp).map(|c| (c.encode_utf8(&mut utf8).as_bytes() as &[u8], 6))
+                            char::from_u32(cp)
+                                .map(|c| (c.encode_utf8(&mut utf8).as_bytes() as &[u8], 6))
                         }
                         Some(None) => None,
                         None if !at_end => break,
@@ -513,7 +517,8 @@ impl Body for Redacted {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.whole.is_none() && (self.done || (self.inner.is_end_stream() && self.stream.held() == 0))
+        self.whole.is_none()
+            && (self.done || (self.inner.is_end_stream() && self.stream.held() == 0))
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -542,7 +547,11 @@ const MAX_UNIT: usize = 6;
 /// The most bytes a stream redactor for `secrets` holds back between chunks.
 #[cfg(test)]
 fn max_held(secrets: &[&[u8]]) -> usize {
-    secrets.iter().map(|s| s.len() * MAX_UNIT).max().unwrap_or(0)
+    secrets
+        .iter()
+        .map(|s| s.len() * MAX_UNIT)
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -73,8 +73,12 @@ enum Form {
     Raw,
     /// `\/` for a slash (JSON's optional escape), raw for anything else.
     Solidus,
-    Unicode { upper: bool },
-    Percent { upper: bool },
+    Unicode {
+        upper: bool,
+    },
+    Percent {
+        upper: bool,
+    },
 }
 
 fn form() -> impl Strategy<Value = Form> {
@@ -172,7 +176,11 @@ fn check(case: Case) -> Result<(), TestCaseError> {
     for piece in pieces(text, &cut) {
         streamed.extend_from_slice(&r.feed(Bytes::copy_from_slice(piece)));
         let longest = case.secrets.iter().map(Vec::len).max().unwrap_or(0);
-        prop_assert!(r.held() <= longest * 6 + 6, "held {} of {shown:?}", r.held());
+        prop_assert!(
+            r.held() <= longest * 6 + 6,
+            "held {} of {shown:?}",
+            r.held()
+        );
     }
     streamed.extend_from_slice(&r.finish());
     let whole = set.redact(Bytes::copy_from_slice(text));

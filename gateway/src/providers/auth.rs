@@ -9,8 +9,8 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::refresh::Refreshing;
-use crate::redact::Secrets;
 use super::{upstream_auth, InvalidUpstreamKey, KeyHeader};
+use crate::redact::Secrets;
 
 /// What one attempt sends upstream: a header, and the secrets in it, which are redacted from
 /// whatever the upstream sends back (an error that echoes the request).
@@ -85,11 +85,11 @@ impl Credential {
     pub(crate) fn secrets(&self, sent: &HeaderMap) -> Option<Arc<Secrets>> {
         let signature = match &self.how {
             How::Header { .. } => None,
-            How::SigV4(_) => sent
-                .get(http::header::AUTHORIZATION)
-                .and_then(|v| v.as_bytes().split(|&b| b == b',').find_map(|p| {
-                    p.trim_ascii().strip_prefix(b"Signature=")
-                })),
+            How::SigV4(_) => sent.get(http::header::AUTHORIZATION).and_then(|v| {
+                v.as_bytes()
+                    .split(|&b| b == b',')
+                    .find_map(|p| p.trim_ascii().strip_prefix(b"Signature="))
+            }),
         };
         match (signature, &self.secrets) {
             (Some(sig), Some(s)) => s.with(sig),
@@ -219,7 +219,10 @@ mod tests {
             ..keys
         };
         let c = Credential::sigv4(&keys, "r");
-        assert!(c.secrets(&HeaderMap::new()).unwrap().found_in(b"aws-secret"));
+        assert!(c
+            .secrets(&HeaderMap::new())
+            .unwrap()
+            .found_in(b"aws-secret"));
     }
 
     /// A future that is ready at once (no runtime needed), polled once.

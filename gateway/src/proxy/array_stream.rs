@@ -198,7 +198,9 @@ mod tests {
             let mut e = Elements::default();
             let mut got = Vec::new();
             for piece in array.chunks(n) {
-                e.feed(piece, |el| got.push(String::from_utf8(el.to_vec()).unwrap()));
+                e.feed(piece, |el| {
+                    got.push(String::from_utf8(el.to_vec()).unwrap())
+                });
             }
             assert_eq!(
                 got,

@@ -88,7 +88,8 @@ async fn upstream(
                 slot.answered(t.provider);
             }
             let asked = Asked {
-                stream: false,
+                // The body's own `stream` (Claude Code sends its request's), as passed on.
+                stream: head.stream,
                 strip_usage: false,
                 json_array: false,
             };
