@@ -10,6 +10,8 @@
 //! Also here: streams stay streams (a passthrough Gemini JSON-array stream passes as it
 //! comes, with no total cap; a request for one JSON answer never gets a stream).
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::support::*;
@@ -515,4 +517,123 @@ async fn sigv4_signatures_are_redacted() {
         p == "bedrock" && ask == Ask::Responses && !stream && status == 200
     })
     .await;
+}
+
+/// A passthrough `streamGenerateContent` without `alt=sse` is one JSON array that Google
+/// writes as the model goes: it reaches the client as it comes (its first element long
+/// before the last), past `response_timeout_ms` and `max_response_body_bytes` (which bound
+/// buffered answers, not streams), with its usage accounted.
+#[tokio::test]
+async fn gemini_json_array_streams_pass_as_they_come() {
+    use http_body_util::BodyExt;
+    use tokio::io::AsyncWriteExt;
+    let element = format!(
+        r#"{{"candidates":[{{"content":{{"role":"model","parts":[{{"text":"{}"}}]}}}}]}}"#,
+        "word ".repeat(100)
+    );
+    let last = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"."}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":5,"totalTokenCount":12}}"#;
+    let whole = format!("[{element},\r\n{element},\r\n{last}]");
+    let (first, rest) = whole.split_at(element.len() + 3);
+    let (first, rest) = (first.to_owned(), rest.to_owned());
+    let up = FnUpstream::start(move |mut s, _| {
+        let (first, rest) = (first.clone(), rest.clone());
+        async move {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json; charset=UTF-8\r\ntransfer-encoding: chunked\r\n\r\n";
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(&chunk(first.as_bytes())).await;
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let _ = s.write_all(&chunk(rest.as_bytes())).await;
+            let _ = s.write_all(b"0\r\n\r\n").await;
+            let _ = s.flush().await;
+        }
+    })
+    .await;
+    let config = format!(
+        "[upstream]\nidle_timeout_ms = 5000\nresponse_timeout_ms = 1000\nmax_response_body_bytes = 1024\n[[keys]]\nname = \"k\"\nkey = \"{CLIENT_KEY}\"\n{}",
+        model("gem", &[("gemini", &up.base_url())])
+    );
+    let gw = TestGateway::start(&config).await;
+    let start = std::time::Instant::now();
+    let req = post(
+        "/v1beta/models/gem:streamGenerateContent",
+        r#"{"contents":[{"role":"user","parts":[{"text":"Say hi"}]}]}"#,
+    )
+    .bearer(CLIENT_KEY);
+    let resp = open(gw.addr, req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json"),
+        "{:?}",
+        resp.headers()
+    );
+    let mut body = resp.into_body();
+    let mut got = Vec::new();
+    let mut first_at = None;
+    while let Some(f) = body.frame().await {
+        if let Ok(d) = f.unwrap().into_data() {
+            first_at.get_or_insert(start.elapsed());
+            got.extend_from_slice(&d);
+        }
+    }
+    assert_eq!(String::from_utf8(got).unwrap(), whole);
+    let first_at = first_at.unwrap();
+    assert!(
+        first_at < Duration::from_millis(1000),
+        "first bytes after {first_at:?}"
+    );
+    let line = gw
+        .wait_log("the JSON-array stream", |l| l["model"] == "gem")
+        .await;
+    assert_eq!(line["status"], 200, "{line}");
+    assert_eq!(line["input_tokens"], 7, "{line}");
+    assert_eq!(line["output_tokens"], 5, "{line}");
+}
+
+/// A request for one JSON answer never gets a stream: an upstream that streams anyway
+/// (SSE to a passthrough chat, messages or Gemini call; AWS's event stream to Bedrock's
+/// `/converse`) gets the client a 502 in its dialect saying why.
+#[tokio::test]
+async fn json_requests_never_get_streams() {
+    let up = ScriptedUpstream::start(|head, _| {
+        if head.contains("/converse") {
+            let f = frame("event", ":event-type", "messageStart", r#"{"role":"assistant"}"#);
+            let mut out = b"HTTP/1.1 200 OK\r\ncontent-type: application/vnd.amazon.eventstream\r\nconnection: close\r\n\r\n".to_vec();
+            out.extend(f);
+            return vec![out];
+        }
+        sse_pieces("data: {\"x\":1}\n\n", 64)
+    })
+    .await;
+    let base = up.base_url();
+    let mut config = format!("[[keys]]\nname = \"k\"\nkey = \"{CLIENT_KEY}\"\n");
+    for (provider, extra) in PROVIDERS {
+        config.push_str(&format!(
+            "[[models]]\nname = \"{provider}\"\n[[models.targets]]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"up-ok\"\n{extra}\n"
+        ));
+    }
+    let gw = TestGateway::start_opts(&config, env()).await;
+    let mut n = 0;
+    for (provider, _) in PROVIDERS {
+        for ask in [
+            Ask::Chat,
+            Ask::Responses,
+            Ask::Messages,
+            Ask::Gemini { sse: true },
+        ] {
+            let r = gw.send(request(ask, provider, false)).await;
+            let case = format!("{provider} {ask:?}");
+            assert_eq!(r.status, 502, "{case}: {}", r.text());
+            assert!(
+                r.header("content-type")
+                    .is_some_and(|t| t.starts_with("application/json")),
+                "{case}"
+            );
+            assert!(r.text().contains("with a stream"), "{case}: {}", r.text());
+            n += 1;
+        }
+    }
+    assert_eq!(n, 32);
 }
