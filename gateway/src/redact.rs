@@ -420,7 +420,16 @@ pub(crate) fn answer(
             }
         }
     }
-    if resp.headers().contains_key(http::header::CONTENT_ENCODING) {
+    // A gzipped body is watched or decoded by the path that passes it (see above); any
+    // other encoding, `identity` included, is searched as it is.
+    let gzip = resp
+        .headers()
+        .get(http::header::CONTENT_ENCODING)
+        .is_some_and(|v| {
+            let v = v.as_bytes().trim_ascii();
+            v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip")
+        });
+    if gzip {
         return resp;
     }
     let body = std::mem::replace(resp.body_mut(), crate::body::full(Bytes::new()));
@@ -638,6 +647,51 @@ mod tests {
             let mut c = LeakCheck::new(s.clone());
             let clean = b"data: sk-upstream-secret-012 sk-upstream-secret-01\n\n";
             assert!(!clean.chunks(n).any(|p| c.seen(p)), "pieces of {n}");
+        }
+    }
+
+    /// The one point: headers and a whole body redacted, the body's length still known; a
+    /// stream redacted as it flows; a gzipped body left to its path.
+    #[tokio::test]
+    async fn answers_are_redacted_at_one_point() {
+        let s = set(&[b"a/b+c=d/e"]);
+        let mut resp = http::Response::new(crate::body::full("x a\\/b+c=d\\/e y"));
+        resp.headers_mut().insert(
+            "x-request-id",
+            http::HeaderValue::from_static("a%2Fb+c=d/e"),
+        );
+        let out = answer(resp, Some(&s));
+        assert_eq!(out.headers()["x-request-id"], "[redacted]");
+        assert_eq!(out.body().size_hint().exact(), Some(14));
+        let body = out.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"x [redacted] y");
+
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let out = answer(http::Response::new(Chan(rx).boxed()), Some(&s));
+        assert!(out.body().size_hint().exact().is_none());
+        for piece in ["x a\\u002", "fb+c=d/", "e y"] {
+            tx.send(Bytes::from(piece)).await.unwrap();
+        }
+        drop(tx);
+        let body = out.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"x [redacted] y");
+
+        let mut resp = http::Response::new(crate::body::full("a/b+c=d/e"));
+        resp.headers_mut()
+            .insert("content-encoding", http::HeaderValue::from_static("gzip"));
+        let body = answer(resp, Some(&s)).into_body().collect().await.unwrap();
+        assert_eq!(&body.to_bytes()[..], b"a/b+c=d/e");
+    }
+
+    /// A streamed body: what the channel sends, as it comes.
+    struct Chan(tokio::sync::mpsc::Receiver<Bytes>);
+
+    impl Body for Chan {
+        type Data = Bytes;
+        type Error = BodyError;
+
+        fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
+            self.0.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
         }
     }
 

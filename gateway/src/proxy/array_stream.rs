@@ -111,13 +111,7 @@ impl Body for ArrayStream {
                 this.upstream.end(|| usage(u), error, None);
                 Poll::Ready(None)
             }
-            Poll::Pending => match this.upstream.poll_idle(cx, || usage(u)) {
-                Some(e) => {
-                    this.finished = true;
-                    Poll::Ready(Some(Err(e)))
-                }
-                None => Poll::Pending,
-            },
+            Poll::Pending => this.upstream.pending(cx, &mut this.finished, || usage(u)),
         }
     }
 

@@ -468,7 +468,7 @@ async fn matrix(pick: impl Fn(&str, Ask, bool, u16) -> bool) -> usize {
     }
     assert!(
         failures.is_empty(),
-        "{} of {ran} cases failed:\n{}",
+        "{} failures in {ran} cases:\n{}",
         failures.len(),
         failures.join("\n")
     );
