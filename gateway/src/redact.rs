@@ -440,8 +440,13 @@ pub(crate) fn answer(
 /// A body on its way to the client, redacted.
 struct Redacted {
     inner: GatewayBody,
-    /// A body known whole: redacted at once, so its length stays known.
-    whole: Option<Bytes>,
+    /// Redacted bytes to hand out first: a body known whole (its length stays known), or
+    /// what was read of one that turned out not to be.
+    ready: Option<Bytes>,
+    /// A frame read with those that is not data (trailers, an error), handed out next.
+    parked: Option<Result<Frame<Bytes>, BodyError>>,
+    /// The body was read whole at once: `ready` is all of it.
+    whole: bool,
     stream: StreamRedactor,
     /// The inner body ended: what the redactor held is out.
     done: bool,
@@ -449,41 +454,50 @@ struct Redacted {
 
 impl Redacted {
     fn new(mut inner: GatewayBody, secrets: Arc<Secrets>) -> Redacted {
-        let mut whole = None;
+        let mut stream = StreamRedactor::new(secrets.clone());
+        let (mut ready, mut parked, mut whole) = (None, None, false);
         if inner.size_hint().exact().is_some() {
             // Bodies of known length here are in memory (buffered, or the gateway's own):
-            // one poll hands them over; one that is not ready is streamed instead.
+            // polling hands them over at once. One that is not ready is streamed instead.
             let mut cx = Context::from_waker(std::task::Waker::noop());
-            let mut data = Vec::new();
+            let mut read: Vec<Bytes> = Vec::new();
             loop {
                 match Pin::new(&mut inner).poll_frame(&mut cx) {
                     Poll::Ready(Some(Ok(f))) => match f.into_data() {
-                        Ok(d) if data.is_empty() && inner.is_end_stream() => {
-                            whole = Some(secrets.redact(d));
+                        Ok(d) => read.push(d),
+                        Err(f) => {
+                            parked = Some(Ok(f));
                             break;
                         }
-                        Ok(d) => data.extend_from_slice(&d),
-                        Err(_) => {}
                     },
+                    Poll::Ready(Some(Err(e))) => {
+                        parked = Some(Err(e));
+                        break;
+                    }
                     Poll::Ready(None) => {
-                        whole = Some(secrets.redact(Bytes::from(data)));
+                        whole = true;
                         break;
                     }
-                    // Trailers or an error: nothing of the kind is made here; pass the rest.
-                    Poll::Ready(Some(Err(_))) | Poll::Pending => {
-                        if !data.is_empty() {
-                            whole = Some(secrets.redact(Bytes::from(data)));
-                        }
-                        break;
-                    }
+                    Poll::Pending => break,
                 }
             }
+            let data = match read.len() {
+                1 => read.pop().unwrap_or_default(),
+                _ => Bytes::from(read.concat()),
+            };
+            ready = Some(if whole {
+                secrets.redact(data)
+            } else {
+                stream.feed(data)
+            });
         }
         Redacted {
             inner,
+            ready,
+            parked,
             whole,
-            stream: StreamRedactor::new(secrets),
-            done: false,
+            stream,
+            done: whole,
         }
     }
 }
@@ -494,10 +508,11 @@ impl Body for Redacted {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = &mut *self;
-        if let Some(whole) = this.whole.take() {
-            if !whole.is_empty() {
-                return Poll::Ready(Some(Ok(Frame::data(whole))));
-            }
+        if let Some(ready) = this.ready.take().filter(|r| !r.is_empty()) {
+            return Poll::Ready(Some(Ok(Frame::data(ready))));
+        }
+        if let Some(frame) = this.parked.take() {
+            return Poll::Ready(Some(frame));
         }
         loop {
             if this.done {
@@ -526,13 +541,13 @@ impl Body for Redacted {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.whole.is_none()
-            && (self.done || (self.inner.is_end_stream() && self.stream.held() == 0))
+        self.done && self.ready.as_ref().is_none_or(Bytes::is_empty) && self.parked.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.whole {
-            Some(w) if self.inner.is_end_stream() => SizeHint::with_exact(w.len() as u64),
+        match &self.ready {
+            Some(r) if self.whole && self.parked.is_none() => SizeHint::with_exact(r.len() as u64),
+            None if self.done && self.parked.is_none() => SizeHint::with_exact(0),
             _ => SizeHint::default(),
         }
     }
