@@ -378,6 +378,7 @@ impl StreamRedactor {
     }
 
     /// Bytes waiting for the next chunk.
+    #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
         self.held.len()
     }
