@@ -12,6 +12,7 @@
 
 mod encoding;
 mod eventstream;
+mod redact;
 mod request;
 mod sse;
 mod stream;

@@ -1,7 +1,7 @@
 //! How a target authenticates to its upstream: nothing, a key fixed at start-up, or a
 //! credential that rotates (`super::refresh`: a Vertex token, Bedrock's fetched AWS keys).
 //! The proxy asks for the credential of each attempt and sends what it gets; the same
-//! credential says what to redact from the answer.
+//! credential, with the request it signed, says what to redact from the answer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,12 +10,14 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::refresh::Refreshing;
 use super::{upstream_auth, InvalidUpstreamKey, KeyHeader};
+use crate::redact::Secrets;
 
-/// What one attempt sends upstream: a header, and the secret in it, which is redacted from
+/// What one attempt sends upstream: a header, and the secrets in it, which are redacted from
 /// whatever the upstream sends back (an error that echoes the request).
 pub(crate) struct Credential {
     how: How,
-    secret: Arc<[u8]>,
+    /// Built once per credential: a static key's matcher serves every request.
+    secrets: Option<Arc<Secrets>>,
 }
 
 enum How {
@@ -34,23 +36,19 @@ impl Credential {
         let (name, value) = upstream_auth(header, key)?;
         Ok(Credential {
             how: How::Header { name, value },
-            secret: Arc::from(key.as_bytes()),
+            secrets: Secrets::new([key.as_bytes()]),
         })
     }
 
-    /// AWS keys that sign each request for `region` (Bedrock). What is redacted from
-    /// answers is the session token when there is one: it is the only secret that travels
-    /// (in `x-amz-security-token`), so the only one an upstream could echo; without one,
-    /// the secret key (which never travels; redacting it costs nothing). The signature is
-    /// no secret: it is good for one request.
+    /// AWS keys that sign each request for `region` (Bedrock). Redacted from answers: the
+    /// session token (it travels, in `x-amz-security-token`), the secret key (it never
+    /// travels; redacting it costs nothing) and each request's signature ([`Self::secrets`]):
+    /// with static keys a signed request replays for about 15 minutes.
     pub(crate) fn sigv4(keys: &super::sigv4::AwsKeys, region: &str) -> Credential {
-        let secret = keys
-            .session_token
-            .as_deref()
-            .unwrap_or(&keys.secret_access_key);
+        let token = keys.session_token.as_deref().unwrap_or_default();
         Credential {
             how: How::SigV4(super::sigv4::Signer::new(keys, region)),
-            secret: Arc::from(secret.as_bytes()),
+            secrets: Secrets::new([token.as_bytes(), keys.secret_access_key.as_bytes()]),
         }
     }
 
@@ -82,9 +80,22 @@ impl Credential {
         }
     }
 
-    /// The secret to redact from the upstream's answer.
-    pub(crate) fn secret(&self) -> &Arc<[u8]> {
-        &self.secret
+    /// What to redact from the answer to a request this credential was applied to (`sent`,
+    /// its headers): the credential's secrets, and a SigV4 request's signature.
+    pub(crate) fn secrets(&self, sent: &HeaderMap) -> Option<Arc<Secrets>> {
+        let signature = match &self.how {
+            How::Header { .. } => None,
+            How::SigV4(_) => sent.get(http::header::AUTHORIZATION).and_then(|v| {
+                v.as_bytes()
+                    .split(|&b| b == b',')
+                    .find_map(|p| p.trim_ascii().strip_prefix(b"Signature="))
+            }),
+        };
+        match (signature, &self.secrets) {
+            (Some(sig), Some(s)) => s.with(sig),
+            (Some(sig), None) => Secrets::new([sig]),
+            (None, s) => s.clone(),
+        }
     }
 }
 
@@ -159,7 +170,8 @@ mod tests {
             .unwrap();
         assert_eq!(h["authorization"], "Bearer sk-secret-1");
         assert!(h["authorization"].is_sensitive());
-        assert_eq!(&**c.secret(), b"sk-secret-1");
+        let s = c.secrets(&h).unwrap();
+        assert!(s.found_in(b"x sk-secret-1 y") && !s.found_in(b"sk-secret-2"));
         let shown = format!("{auth:?}");
         assert!(!shown.contains("sk-secret"), "{shown}");
         assert!(now(UpstreamAuth::None.credential(Duration::ZERO))
@@ -189,7 +201,14 @@ mod tests {
             .to_str()
             .unwrap()
             .starts_with("AWS4-HMAC-SHA256 Credential=AKID/"));
-        assert_eq!(&**c.secret(), b"aws-session");
+        let auth = h["authorization"].to_str().unwrap();
+        let signature = auth.rsplit("Signature=").next().unwrap();
+        assert_eq!(signature.len(), 64, "{auth}");
+        let s = c.secrets(&h).unwrap();
+        for sent in ["aws-session", "aws-secret", signature] {
+            assert!(s.found_in(sent.as_bytes()), "{sent}");
+        }
+        assert!(!s.found_in(b"AKID"));
         let shown = format!("{c:?}");
         assert!(
             !shown.contains("aws-secret") && !shown.contains("aws-session"),
@@ -199,7 +218,11 @@ mod tests {
             session_token: None,
             ..keys
         };
-        assert_eq!(&**Credential::sigv4(&keys, "r").secret(), b"aws-secret");
+        let c = Credential::sigv4(&keys, "r");
+        assert!(c
+            .secrets(&HeaderMap::new())
+            .unwrap()
+            .found_in(b"aws-secret"));
     }
 
     /// A future that is ready at once (no runtime needed), polled once.

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
 use super::request::RequestHead;
-use super::{fail, respond, set_request_ids, upstream_request};
+use super::{fail, respond, set_request_ids, upstream_request, Asked};
 use crate::body::{full, GatewayBody};
 use crate::dialect::Dialect;
 use crate::error::ErrorKind;
@@ -77,6 +77,7 @@ async fn upstream(
         head.rewrite_model(body, &t.model_json),
         &c.request_id,
     );
+    let secrets = credential.as_ref().and_then(|c| c.secrets(req.headers()));
     let start = Instant::now();
     c.upstream_start = Some(start);
     match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await {
@@ -86,8 +87,14 @@ async fn upstream(
             if let Some(slot) = c.model_slot() {
                 slot.answered(t.provider);
             }
-            let secret = credential.as_ref().map(|c| c.secret());
-            respond(c, dialect, resp, secret, false).await
+            let asked = Asked {
+                // The body's own `stream` (Claude Code sends its request's), as passed on.
+                stream: head.stream,
+                strip_usage: false,
+                json_array: false,
+            };
+            let answer = respond(c, dialect, resp, secrets.as_ref(), asked).await;
+            crate::redact::answer(answer, secrets.as_ref())
         }
         Ok(Err(_)) => fail(
             c,

@@ -1,6 +1,7 @@
 //! Proxying an API request: authenticate, read the few fields needed, apply limits, forward
 //! to the model's targets in failover order, and pass the answer back.
 
+mod array_stream;
 mod count_tokens;
 pub(crate) mod encoding;
 pub(crate) mod request;
@@ -30,6 +31,7 @@ use crate::ratelimit::{Refusal, Scope};
 use crate::settle::Settlement;
 use crate::state::Target;
 use crate::translate::{self, hub, TranslateError};
+use array_stream::ArrayStream;
 use stream::AccountedStream;
 use translated::TranslatedStream;
 
@@ -379,7 +381,7 @@ async fn forward(
         // (cloning a body built in a Vec allocates).
         let mut spare = target.auth.refreshes().then(|| encoded.body.clone());
         let mut body = encoded.body;
-        let (sent, start) = loop {
+        let (sent, start, secrets) = loop {
             let req = upstream_request(
                 target,
                 credential.as_deref(),
@@ -390,6 +392,9 @@ async fn forward(
                 body,
                 &c.request_id,
             );
+            // Everything this attempt sends that an answer must not echo (a signature is
+            // only known once the request is signed).
+            let secrets = credential.as_ref().and_then(|c| c.secrets(req.headers()));
             let start = Instant::now();
             c.upstream_start = Some(start);
             let sent = tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await;
@@ -406,7 +411,7 @@ async fn forward(
                     }
                 }
             }
-            break (sent, start);
+            break (sent, start, secrets);
         };
         let resp = match sent {
             Ok(Ok(resp)) => resp,
@@ -456,17 +461,22 @@ async fn forward(
         c.upstream_ttfb = Some(start.elapsed());
         c.provider = Some(target.provider);
         slot.answered(target.provider);
-        if let (true, Some(hub)) = (target.translates(dialect), plan.hub()) {
+        let answer = if let (true, Some(hub)) = (target.translates(dialect), plan.hub()) {
             c.translated = Some(translate::label(dialect, target.upstream));
             slot.translated.fetch_add(1, Relaxed);
             c.dropped = hub.dropped.clone();
             c.dropped.extend(encoded.dropped);
-            let secret = credential.as_ref().map(|c| c.secret());
-            return respond_translated(c, dialect, resp, target, secret, hub).await;
-        }
-        let strip_usage = asks_usage(dialect, head);
-        let secret = credential.as_ref().map(|c| c.secret());
-        return respond(c, dialect, resp, secret, strip_usage).await;
+            respond_translated(c, dialect, resp, target, hub).await
+        } else {
+            let asked = Asked {
+                stream: head.stream,
+                strip_usage: asks_usage(dialect, head),
+                json_array: plan.gemini == Some(request::GeminiMethod::Stream { sse: false }),
+            };
+            respond(c, dialect, resp, secrets.as_ref(), asked).await
+        };
+        // Whatever the path, what the client gets of this upstream's answer is redacted here.
+        return crate::redact::answer(answer, secrets.as_ref());
     }
     if let (0, Some(e)) = (tried, untranslatable) {
         return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string());
@@ -535,16 +545,27 @@ fn upstream_request(
     req
 }
 
+/// What the client asked of a passthrough answer.
+#[derive(Clone, Copy)]
+struct Asked {
+    /// A stream (else one JSON answer: an upstream stream is refused, not relayed).
+    stream: bool,
+    /// The stream loses the usage-only chunk the gateway asked for.
+    strip_usage: bool,
+    /// Gemini's `streamGenerateContent` without `alt=sse`: a JSON array, streamed.
+    json_array: bool,
+}
+
 /// Passes the upstream response back: status, the headers clients rely on, and the body
-/// (streamed through as it arrives, or buffered when it is a plain JSON body). With
-/// `strip_usage`, a stream loses the usage-only chunk the gateway asked for.
-/// `secret`: what the request's credential sent, redacted from the answer.
+/// (streamed through as it arrives, or buffered when it is a plain JSON body).
+/// `secrets`: what the request's credential sent; the caller redacts them from the answer
+/// (`crate::redact::answer`), this watches for them where it cannot (compressed bytes).
 async fn respond(
     mut c: Settlement,
     dialect: Dialect,
     resp: Response<Incoming>,
-    secret: Option<&std::sync::Arc<[u8]>>,
-    strip_usage: bool,
+    secrets: Option<&std::sync::Arc<crate::redact::Secrets>>,
+    asked: Asked,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
     let (mut parts, upstream_body) = resp.into_parts();
@@ -559,16 +580,27 @@ async fn respond(
 
     // An error is buffered whatever its type, so that it can be redacted whole.
     if parts.status.is_success() && sse {
+        if !asked.stream {
+            return stream_refused(c, dialect, "text/event-stream");
+        }
         c.stream = true;
         *out.body_mut() = http_body_util::BodyExt::boxed(AccountedStream::new(
             upstream_body,
             c,
             gw.timeouts.idle,
             gzip,
-            strip_usage,
-            secret,
+            asked.strip_usage,
+            secrets,
             dialect == Dialect::Gemini,
         ));
+        return out;
+    }
+    if parts.status.is_success() && asked.json_array && has_type(out.headers(), b"application/json")
+    {
+        // Gemini's JSON-array stream: passed on as it comes, without a total cap, as SSE is.
+        c.stream = true;
+        let body = ArrayStream::new(upstream_body, c, gw.timeouts.idle, gzip, secrets);
+        *out.body_mut() = http_body_util::BodyExt::boxed(body);
         return out;
     }
 
@@ -599,14 +631,17 @@ async fn respond(
                     read(&bytes)
                 };
                 c.usage = usage.unwrap_or_default();
-            } else if let Some(secret) = secret {
-                if gzip {
-                    // Compressed bytes cannot be searched: the error goes to the client
-                    // decoded (and its encoding header with it), redacted.
-                    let (z, max) = (bytes.clone(), gw.max_response_body_bytes);
-                    let big = z.len() >= OFF_RUNTIME_BYTES / 16;
-                    let Some(plain) = off_runtime(big, move || encoding::gunzip(&z, max)).await
-                    else {
+            }
+            if let Some(secrets) = secrets.filter(|_| gzip) {
+                // Compressed bytes cannot be searched: an error always, and an answer that
+                // carries a secret, goes to the client decoded (and its encoding header with
+                // it), to be redacted.
+                let (z, max) = (bytes.clone(), gw.max_response_body_bytes);
+                let big = z.len() >= OFF_RUNTIME_BYTES / 16;
+                let plain = off_runtime(big, move || encoding::gunzip(&z, max)).await;
+                let leaks = plain.as_deref().is_some_and(|p| secrets.found_in(p));
+                if !parts.status.is_success() || leaks {
+                    let Some(plain) = plain else {
                         return fail(
                             c,
                             dialect,
@@ -617,7 +652,6 @@ async fn respond(
                     out.headers_mut().remove(header::CONTENT_ENCODING);
                     bytes = Bytes::from(plain);
                 }
-                bytes = crate::redact::redact(bytes, secret);
             }
             *out.body_mut() = BufferedBody::new(bytes, reservation).boxed();
             out
@@ -633,14 +667,14 @@ async fn respond_translated(
     dialect: Dialect,
     resp: Response<Incoming>,
     target: &Target,
-    secret: Option<&std::sync::Arc<[u8]>>,
     hub: &hub::Request,
 ) -> Response<GatewayBody> {
     let gw = c.state().clone();
     let (mut parts, upstream_body) = resp.into_parts();
     let gzip = encoding::is_gzip(&parts.headers);
     // Bedrock streams AWS's binary event stream, framed by the translator.
-    let sse = is_sse(&parts.headers)
+    let event_stream = is_sse(&parts.headers);
+    let sse = event_stream
         || (target.upstream == Dialect::Converse
             && has_type(&parts.headers, b"application/vnd.amazon.eventstream"));
     let mut out = Response::new(full(Bytes::new()));
@@ -661,6 +695,14 @@ async fn respond_translated(
     c.status = parts.status.as_u16();
 
     if parts.status.is_success() && sse {
+        if !hub.stream {
+            let ty = if event_stream {
+                "text/event-stream"
+            } else {
+                "application/vnd.amazon.eventstream"
+            };
+            return stream_refused(c, dialect, ty);
+        }
         c.stream = true;
         // Gemini's stream without `alt=sse` is one JSON array.
         let ty = if hub.view.json_array_stream {
@@ -736,10 +778,6 @@ async fn respond_translated(
             }
         }
     } else {
-        let plain = match secret {
-            Some(secret) => crate::redact::redact(plain, secret),
-            None => plain,
-        };
         let (up, status) = (target.upstream, parts.status.as_u16());
         off_runtime(plain.len() >= OFF_RUNTIME_BYTES, move || {
             translate::errors::translate(dialect, up, status, &plain)
@@ -752,6 +790,18 @@ async fn respond_translated(
     );
     *out.body_mut() = BufferedBody::new(translated, reservation).boxed();
     out
+}
+
+/// A client that asked for one JSON answer got a stream: relaying it would hand the client
+/// what it cannot read (an SDK's JSON parser fed events), so it is refused, saying why.
+fn stream_refused(c: Settlement, dialect: Dialect, ty: &str) -> Response<GatewayBody> {
+    if let Some(slot) = c.model_slot() {
+        slot.upstream_error(UpstreamErrorKind::Protocol);
+    }
+    let msg = format!(
+        "the upstream answered a request for one JSON answer with a stream ({ty}); a stream is relayed only to a request that asks for one"
+    );
+    fail(c, dialect, ErrorKind::BadGateway, msg)
 }
 
 /// Work on a body this big (translating it, a client's request, an answer, an error body or

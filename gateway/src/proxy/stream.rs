@@ -1,7 +1,8 @@
 //! The streaming response body: upstream SSE bytes pass through frame by frame, untouched,
 //! while the SSE parser reads usage on the side. The exceptions (`rewrite.rs`): a chat
-//! stream whose usage the gateway asked for loses that usage chunk again, and the upstream
-//! key never reaches the client. Dropping it (the client went away) drops
+//! stream whose usage the gateway asked for loses that usage chunk again, and a gzipped
+//! stream that carries an upstream secret is cut (identity streams are redacted on their
+//! way out, `crate::redact::answer`). Dropping it (the client went away) drops
 //! the upstream body, which closes that upstream connection: the upstream request is
 //! cancelled rather than read to the end.
 //!
@@ -29,7 +30,7 @@ use crate::usage::StreamUsage;
 use super::encoding::GzSide;
 use super::rewrite::Rewrites;
 use super::upstream_stream::IdleTimeout;
-use crate::redact::LeakCheck;
+use crate::redact::{LeakCheck, Secrets};
 
 pub(crate) struct AccountedStream {
     upstream: Incoming,
@@ -39,8 +40,9 @@ pub(crate) struct AccountedStream {
     gzip: Option<Box<GzSide>>,
     /// What changes in the bytes on their way (identity streams only).
     rewrites: Option<Box<Rewrites>>,
-    /// A gzipped stream's upstream key, looked for in the decoded copy: compressed bytes
-    /// cannot be redacted, so a stream that carries the key is cut before that frame.
+    /// A gzipped stream's upstream secrets, looked for (in every form) in the decoded copy:
+    /// compressed bytes cannot be redacted, so a stream that carries one is cut before that
+    /// frame. (Identity streams are redacted on their way out: `crate::redact::answer`.)
     leak_check: Option<Box<LeakCheck>>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
@@ -63,7 +65,7 @@ impl AccountedStream {
         idle_timeout: Duration,
         gzip: bool,
         strip_usage: bool,
-        secret: Option<&Arc<[u8]>>,
+        secrets: Option<&Arc<Secrets>>,
         gemini: bool,
     ) -> Self {
         // Until the stream ends normally, a drop means the client disconnected.
@@ -82,9 +84,9 @@ impl AccountedStream {
             rewrites: if gzip {
                 None
             } else {
-                Rewrites::new(strip_usage, secret)
+                Rewrites::new(strip_usage)
             },
-            leak_check: secret
+            leak_check: secrets
                 .filter(|_| gzip)
                 .map(|s| Box::new(LeakCheck::new(s.clone()))),
             idle: Box::pin(tokio::time::sleep(idle_timeout)),

@@ -132,13 +132,8 @@ impl Body for TranslatedStream {
                     };
                 }
                 Poll::Pending => {
-                    return match this.upstream.poll_idle(cx, || usage(translator)) {
-                        Some(e) => {
-                            this.finished = true;
-                            Poll::Ready(Some(Err(e)))
-                        }
-                        None => Poll::Pending,
-                    };
+                    let finished = &mut this.finished;
+                    return this.upstream.pending(cx, finished, || usage(translator));
                 }
             }
         }

@@ -96,6 +96,24 @@ impl UpstreamStream {
         Some(Box::new(IdleTimeout(self.idle_timeout)))
     }
 
+    /// What a body answers while its upstream has nothing: `Pending`, or past the idle
+    /// timeout its error (the body then `finished`).
+    #[inline]
+    pub(super) fn pending(
+        &mut self,
+        cx: &mut Context<'_>,
+        finished: &mut bool,
+        usage: impl FnOnce() -> (Usage, u64),
+    ) -> crate::body::Polled {
+        match self.poll_idle(cx, usage) {
+            Some(e) => {
+                *finished = true;
+                Poll::Ready(Some(Err(e)))
+            }
+            None => Poll::Pending,
+        }
+    }
+
     /// The upstream broke mid-stream: a 502 in metrics and the log (the client already has
     /// a 200 head and sees a cut stream), counted as an upstream read error.
     pub(super) fn broke(&mut self, usage: impl FnOnce() -> (Usage, u64)) {

@@ -16,6 +16,7 @@ mod hardening_upstream;
 mod lifecycle;
 mod ratelimit;
 mod ratelimit_shared;
+mod redaction;
 mod streaming;
 mod support;
 mod translate_agents;
