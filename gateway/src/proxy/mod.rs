@@ -170,7 +170,7 @@ pub(crate) async fn handle(
                 Some(Ok(h))
             }
             Err(e) if targets.iter().all(|t| t.translates(dialect)) => {
-                return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string())
+                return fail(c, dialect, refusal_kind(&e), e.to_string())
             }
             // A passthrough target may still serve it.
             Err(e) => Some(Err(e)),
@@ -461,9 +461,18 @@ async fn forward(
         return respond(c, dialect, resp, secret, strip_usage).await;
     }
     if let (0, Some(e)) = (tried, untranslatable) {
-        return fail(c, dialect, ErrorKind::InvalidRequest, e.to_string());
+        return fail(c, dialect, refusal_kind(&e), e.to_string());
     }
     fail(c, dialect, failure.0, failure.1.into_owned())
+}
+
+/// A request translation refused: a 413 for a body over its node budget, else a 400.
+fn refusal_kind(e: &TranslateError) -> ErrorKind {
+    if e.too_large() {
+        ErrorKind::TooLarge
+    } else {
+        ErrorKind::InvalidRequest
+    }
 }
 
 /// `uri` with the client's query string (which hyper already checked is URI-safe).
