@@ -8,15 +8,15 @@
 //! built, and refused above the budget, [`limit`] of its length:
 //!
 //! - a node stands for [`NODE_BYTES`] of tree: each `{` counts [`OBJECT_NODES`] (its
-//!   leaf), each `:` and `,` [`ITEM_NODES`] (a member, or an element with the spare room of
-//!   its vector), each `[` one;
+//!   leaf), each `[` [`ARRAY_NODES`] (a vector's first four slots), each `:` and `,`
+//!   [`ITEM_NODES`] (a member, or an element with the spare room of its vector);
 //! - a document may hold `max(FLOOR_NODES, bytes / BYTES_PER_NODE)` nodes: at most 2 MiB of
 //!   tree for any document, and beyond that at most 2 bytes of tree per byte read (with the
 //!   text and its strings' copies, 4x the bytes read).
 //!
-//! Real traffic is far below it: the densest agent and SDK fixtures (gateway/tests/fixtures,
-//! shapes/bodies) hold at most ~0.1 nodes a byte and ~5,500 nodes (88 KB), against a floor
-//! of 65,536 nodes and 1/16 a byte.
+//! Real traffic is far below it: the agent CLIs' captured bodies (gateway/tests/fixtures/
+//! agents) and the shapes' bodies hold at most ~0.1 nodes a byte and 3,668 nodes, against a
+//! floor of 65,536 nodes (and 1/16 a byte past 1 MiB).
 
 use std::fmt;
 
@@ -24,6 +24,8 @@ use std::fmt;
 pub(crate) const NODE_BYTES: usize = 32;
 /// The nodes an object counts: a `BTreeMap` leaf is ~640 bytes (20 x 32).
 pub(crate) const OBJECT_NODES: usize = 20;
+/// The nodes an array counts: a vector's first allocation holds four `Value`s.
+pub(crate) const ARRAY_NODES: usize = 4;
 /// The nodes a member (`:`) or a further element or member (`,`) counts: a `Value` is 32
 /// bytes, a vector's spare room up to as much again, a B-tree's half-full leaves more.
 pub(crate) const ITEM_NODES: usize = 2;
@@ -60,7 +62,8 @@ impl fmt::Display for OverBudget {
         write!(
             f,
             "a JSON document of {} bytes holds more than {} nodes, the gateway's budget for it \
-             (each object counts {OBJECT_NODES}, each array, member and element 1; \
+             (a node is ~{NODE_BYTES} bytes of tree: each object counts {OBJECT_NODES}, each \
+             array {ARRAY_NODES}, each member and further element {ITEM_NODES}; the budget is \
              max({FLOOR_NODES}, bytes / {BYTES_PER_NODE}))",
             self.bytes, self.limit
         )
@@ -98,7 +101,7 @@ pub(crate) fn nodes_until(b: &[u8], limit: usize) -> Option<usize> {
             b'"' => i = string_end(b, i),
             b'{' => nodes += OBJECT_NODES,
             b',' | b':' => nodes += ITEM_NODES,
-            b'[' => nodes += 1,
+            b'[' => nodes += ARRAY_NODES,
             _ => continue,
         }
         if nodes > limit {
@@ -129,11 +132,11 @@ mod tests {
 
     #[test]
     fn counts_objects_members_and_elements_outside_strings() {
-        // 2 objects (40), 1 array, 2 colons and 2 commas (2 each); the string's `{,:[` are
-        // text.
+        // 2 objects (40), 1 array (4), 2 colons and 2 commas (2 each); the string's `{,:[`
+        // are text.
         let doc = br#"{"a":[1,{}],"b":"{,:[\"{"}"#;
-        assert_eq!(nodes_until(doc, usize::MAX), Some(40 + 1 + 8));
-        assert_eq!(nodes_until(doc, 48), None);
+        assert_eq!(nodes_until(doc, usize::MAX), Some(40 + 4 + 8));
+        assert_eq!(nodes_until(doc, 51), None);
     }
 
     #[test]
@@ -147,6 +150,23 @@ mod tests {
         assert!(check_str(agent).is_ok());
         let text = format!(r#"{{"a":"{}"}}"#, "x,{".repeat(1 << 20));
         assert!(check_str(&text).is_ok());
+    }
+
+    /// Every captured agent body and shape body is far within the floor (an eighth of it).
+    #[test]
+    fn real_bodies_are_far_within_the_floor() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut seen = 0;
+        for dir in ["tests/fixtures/agents", "../shapes/bodies"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                let body = std::fs::read(&path).unwrap();
+                let n = nodes_until(&body, usize::MAX).unwrap();
+                assert!(n <= FLOOR_NODES / 8, "{}: {n} nodes", path.display());
+                seen += 1;
+            }
+        }
+        assert!(seen >= 20, "{seen} bodies");
     }
 
     #[test]

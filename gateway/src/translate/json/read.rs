@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Number, Value};
 
-use super::budget::{self, OverBudget, ITEM_NODES, OBJECT_NODES};
+use super::budget::{self, OverBudget, ARRAY_NODES, ITEM_NODES, OBJECT_NODES};
 use super::scan::plain_len;
 
 /// Nesting deeper than this is serde_json's, whose own limit (128) then applies.
@@ -236,7 +236,7 @@ impl<'a> Reader<'a> {
 
     fn array(&mut self, depth: usize) -> Option<Value> {
         self.i += 1;
-        self.count(1)?;
+        self.count(ARRAY_NODES)?;
         let mut a = Vec::new();
         self.ws();
         if self.peek() == Some(b']') {
