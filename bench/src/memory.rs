@@ -266,43 +266,29 @@ fn cases() -> Vec<Case> {
 }
 
 fn config_toml(upstream: &str) -> String {
-    format!(
-        r#"[server]
-listen = "127.0.0.1:0"
-workers = 1
-[observability]
-access_log = "off"
-[[models]]
-name = "via-openai"
-[[models.targets]]
-provider = "openai"
-base_url = "{upstream}"
-model = "gpt-4o-mini"
-api_key_env = "BENCH_MEMORY_KEY"
-[[models]]
-name = "via-anthropic"
-[[models.targets]]
-provider = "anthropic"
-base_url = "{upstream}"
-model = "claude"
-api_key_env = "BENCH_MEMORY_KEY"
-[[models]]
-name = "gemini"
-[[models.targets]]
-provider = "gemini"
-base_url = "{upstream}"
-model = "gemini-2.5-flash"
-api_key_env = "BENCH_MEMORY_KEY"
-[[models]]
-name = "bedrock"
-[[models.targets]]
-provider = "bedrock"
-base_url = "{upstream}"
-region = "us-east-1"
-model = "anthropic.claude"
-aws_credentials = "env"
-"#
-    )
+    let mut toml = String::from(
+        "[server]\nlisten = \"127.0.0.1:0\"\nworkers = 1\n[observability]\naccess_log = \"off\"\n",
+    );
+    // (model, provider, upstream model, the target's credential line)
+    let key = r#"api_key_env = "BENCH_MEMORY_KEY""#;
+    for (name, provider, model, auth) in [
+        ("via-openai", "openai", "gpt-4o-mini", key),
+        ("via-anthropic", "anthropic", "claude", key),
+        ("gemini", "gemini", "gemini-2.5-flash", key),
+        (
+            "bedrock",
+            "bedrock",
+            "anthropic.claude",
+            "region = \"us-east-1\"\naws_credentials = \"env\"",
+        ),
+    ] {
+        let _ = write!(
+            toml,
+            "[[models]]\nname = \"{name}\"\n[[models.targets]]\nprovider = \"{provider}\"\n\
+             base_url = \"{upstream}\"\nmodel = \"{model}\"\n{auth}\n"
+        );
+    }
+    toml
 }
 
 /// Answers every connection with `answer` after reading the request (head and

@@ -226,3 +226,78 @@ fn a_big_flood_is_refused_with_no_tree() {
     assert!(peak < 64 * 1024, "{peak} bytes");
     assert!(flood.len() / BYTES_PER_NODE > FLOOR_NODES);
 }
+
+/// `[{"a":1},...]` of about `n` bytes.
+fn flood(n: usize) -> String {
+    format!("[{}1]", r#"{"a":1},"#.repeat(n / 8))
+}
+
+/// The most a refused 2 MB document may cost to refuse (no tree: the error's text, the
+/// encoder's buffers).
+const REFUSAL: usize = 256 * 1024;
+
+/// Each place an upstream's document was built whole into a tree, with a 2 MB flood (each
+/// cost ~170 MiB, issue 49): now refused or read by borrowed fields, in well under a
+/// megabyte.
+#[test]
+fn hostile_upstream_documents_cost_no_tree() {
+    use crate::dialect::Dialect;
+    use crate::translate::{errors, hub, stream::Translator, translate_response_of};
+    let f = flood(2_000_000);
+    // A translated error body: its message kept.
+    let error = format!(r#"{{"error":{{"type":"invalid_request_error","message":"no","x":{f}}}}}"#);
+    let (out, peak) =
+        peak_of(|| errors::translate(Dialect::Chat, Dialect::Messages, 400, error.as_bytes()));
+    assert!(peak < REFUSAL, "error body: {peak} bytes");
+    assert!(String::from_utf8_lossy(&out).contains(r#""message":"no""#));
+    // A Converse answer, and a Gemini one with a `parts` flood (typed, but a vector of parts).
+    let converse = format!(
+        r#"{{"output":{{"message":{{"role":"assistant","content":[{{"text":"hi"}}]}}}},"stopReason":"end_turn","x":{f}}}"#
+    );
+    let parts = format!(
+        r#"{{"candidates":[{{"content":{{"role":"model","parts":[{{"text":"hi"}}{}]}}}}]}}"#,
+        ",{}".repeat(600_000)
+    );
+    let view = hub::ClientView::default();
+    for (upstream, body) in [(Dialect::Converse, &converse), (Dialect::Gemini, &parts)] {
+        let (r, peak) =
+            peak_of(|| translate_response_of(Dialect::Chat, upstream, &view, body.as_bytes(), "m"));
+        let e = r.expect_err("refused");
+        assert!(e.0.contains("budget"), "{e}");
+        assert!(peak < REFUSAL, "{upstream:?} answer: {peak} bytes");
+    }
+    // One event-stream frame (ConverseStream), and an Anthropic SSE event.
+    let payload = format!(r#"{{"contentBlockIndex":0,"delta":{{"text":"hi"}},"x":{f}}}"#);
+    let frame =
+        crate::translate::stream::eventstream::testing::event("contentBlockDelta", &payload);
+    let sse = format!(
+        "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"hi\"}},\"x\":{f}}}\n\n"
+    );
+    for (upstream, bytes) in [
+        (Dialect::Converse, frame),
+        (Dialect::Messages, sse.into_bytes()),
+    ] {
+        let mut t = Translator::new(Dialect::Chat, upstream, false, view.clone());
+        // The output's room is made before: only the event's reading counts.
+        let mut out = Vec::with_capacity(64 * 1024);
+        let ((), peak) = peak_of(|| t.feed(&bytes, &mut out));
+        assert!(
+            peak < REFUSAL + bytes.len(),
+            "{upstream:?} event: {peak} bytes"
+        );
+        assert!(
+            String::from_utf8_lossy(&out).contains("budget"),
+            "{upstream:?}"
+        );
+    }
+}
+
+/// A tool call's arguments are a document of their own inside a string: a Gemini client's
+/// `args` object is built from them, within the budget.
+#[test]
+fn tool_call_arguments_over_the_budget_are_refused_unbuilt() {
+    let args = format!(r#"{{"x":{}}}"#, flood(2_000_000));
+    let (r, peak) = peak_of(|| crate::translate::gemini::args_value(&args));
+    assert!(r.is_err());
+    assert!(peak < REFUSAL, "{peak} bytes");
+}

@@ -3,29 +3,14 @@
 //! envelope, an upstream answer 502 naming the upstream, an event ends the stream with an
 //! error event. (How much memory each path takes is `bench memory`'s: bench/src/memory.rs.)
 
-use std::sync::Arc;
-
 use http::StatusCode;
-use tokio::io::AsyncWriteExt;
 
+use crate::hardening_upstream::fixed;
 use crate::support::*;
 
 /// `[{"a":1},...]` of about `n` bytes: 3 nodes a byte, far over any budget.
 fn flood(n: usize) -> String {
     format!("[{}1]", r#"{"a":1},"#.repeat(n / 8))
-}
-
-/// An upstream answering every request with `bytes`, then closing.
-async fn fixed(bytes: Vec<u8>) -> FnUpstream {
-    let bytes = Arc::new(bytes);
-    FnUpstream::start(move |mut s, _| {
-        let bytes = bytes.clone();
-        async move {
-            let _ = s.write_all(&bytes).await;
-            let _ = s.shutdown().await;
-        }
-    })
-    .await
 }
 
 fn json_answer(status: &str, body: &str) -> Vec<u8> {
@@ -48,7 +33,7 @@ async fn a_translated_flood_body_gets_413_in_the_clients_envelope() {
         model("claude", &[("anthropic", &up.base_url())]),
     ))
     .await;
-    for size in [400_000, 3_000_000] {
+    for size in [200_000, 3_000_000] {
         let body = format!(
             r#"{{"model":"gpt","max_tokens":8,"messages":[{{"role":"user","content":"hi"}}],"metadata":{{"user_id":"u","x":{}}}}}"#,
             flood(size)

@@ -10,13 +10,14 @@
 //! - a node stands for [`NODE_BYTES`] of tree: each `{` counts [`OBJECT_NODES`] (its
 //!   leaf), each `[` [`ARRAY_NODES`] (a vector's first four slots), each `:` and `,`
 //!   [`ITEM_NODES`] (a member, or an element with the spare room of its vector);
-//! - a document may hold `max(FLOOR_NODES, bytes / BYTES_PER_NODE)` nodes: at most 2 MiB of
+//! - a document may hold `max(FLOOR_NODES, bytes / BYTES_PER_NODE)` nodes: at most 4 MiB of
 //!   tree for any document, and beyond that at most 2 bytes of tree per byte read (with the
-//!   text and its strings' copies, 4x the bytes read).
+//!   text and its strings' copies, 4x the bytes read). The floor lets an answer of 1,024
+//!   tool calls (the gateway's own bound, `hub::MAX_TOOL_CALLS`) through to that bound.
 //!
 //! Real traffic is far below it: the agent CLIs' captured bodies (gateway/tests/fixtures/
 //! agents) and the shapes' bodies hold at most ~0.1 nodes a byte and 3,668 nodes, against a
-//! floor of 65,536 nodes (and 1/16 a byte past 1 MiB).
+//! floor of 131,072 nodes (and 1/16 a byte past 2 MiB).
 
 use std::fmt;
 
@@ -29,8 +30,8 @@ pub(crate) const ARRAY_NODES: usize = 4;
 /// The nodes a member (`:`) or a further element or member (`,`) counts: a `Value` is 32
 /// bytes, a vector's spare room up to as much again, a B-tree's half-full leaves more.
 pub(crate) const ITEM_NODES: usize = 2;
-/// Every document may hold this many nodes, whatever its length (2 MiB of tree).
-pub(crate) const FLOOR_NODES: usize = 65_536;
+/// Every document may hold this many nodes, whatever its length (4 MiB of tree).
+pub(crate) const FLOOR_NODES: usize = 131_072;
 /// Beyond the floor, one node per this many bytes (2 bytes of tree per byte read).
 pub(crate) const BYTES_PER_NODE: usize = 16;
 

@@ -78,10 +78,10 @@ pub(crate) fn read_members<const N: usize>(
 }
 
 /// Documents longer than this are checked by the budget's scan before any tree is built:
-/// the reader stops at the budget, but its tree up to there could be 2 bytes a byte. Up to
-/// here it is at most the floor's 2 MiB, and the reader's own count costs no second pass
-/// over the text (agent bodies are ~100 KB).
-const PRESCAN: usize = budget::FLOOR_NODES * budget::BYTES_PER_NODE;
+/// the reader stops at the budget, but its tree up to there could be the floor's 4 MiB, 16
+/// bytes a byte here. Shorter ones are counted as they are read, with no second pass over
+/// the text (agent bodies are ~100 KB).
+const PRESCAN: usize = 256 * 1024;
 
 fn prescan(s: &str) -> Result<(), ReadError> {
     if s.len() > PRESCAN {
