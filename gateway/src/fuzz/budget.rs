@@ -142,7 +142,12 @@ fn doc() -> impl Strategy<Value = Doc> {
     (unit, 0.3..3.0f64, 0..110usize, style()).prop_map(|(unit, scale, depth, style)| {
         // Copies enough to land near the floor: between 0.3 and 3 times it.
         let per = value_nodes(&unit) + ITEM_NODES;
-        let copies = ((FLOOR_NODES as f64 * scale) as usize / per).clamp(1, 200_000);
+        // At most ~512 KiB of text, so that a case stays well within its CPU bound (a
+        // unit of escaped strings is read string by string through serde_json).
+        let unit_len = serde_json::to_vec(&unit).map_or(1, |v| v.len() + 1);
+        let copies = ((FLOOR_NODES as f64 * scale) as usize / per)
+            .min((512 << 10) / unit_len)
+            .max(1);
         Doc {
             unit,
             copies,
