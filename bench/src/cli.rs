@@ -1,5 +1,5 @@
 //! The `bench` command line: the anchored A/B bench by default, and its sibling subcommands
-//! (`callgrind`, `holdout`, `rss`, `load`, `soak`, `translated`, `board`, `report`).
+//! (`callgrind`, `holdout`, `rss`, `memory`, `load`, `soak`, `translated`, `board`, `report`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,6 +12,7 @@ use crate::board::{self, BoardOptions};
 use crate::callgrind::{self, CallgrindOptions};
 use crate::holdout;
 use crate::load::{self, LoadOptions};
+use crate::memory::{self, MemoryOptions};
 use crate::report;
 use crate::responsive::{self, ResponsiveOptions};
 use crate::rss::{self, RssOptions};
@@ -44,6 +45,10 @@ enum BenchCommand {
     Holdout(HoldoutArgs),
     /// Idle RSS of a gateway after start-up with a config (the example config by default).
     Rss(RssArgs),
+    /// Peak RSS growth per request on the translated paths: a fresh gateway per case, an
+    /// 8 MB request (realistic, and a flood of tiny objects), 2 MB hostile answers, event and
+    /// error bodies; exits non-zero when a case grows more than --target x its bytes.
+    Memory(MemoryArgs),
     /// Keep-alive load check: exits non-zero if any request fails.
     Load(LoadArgs),
     /// Soak and fault run: normal traffic mixed with stalled uploads, non-reading clients,
@@ -231,6 +236,20 @@ struct HoldoutArgs {
 }
 
 #[derive(Args, Debug)]
+struct MemoryArgs {
+    #[arg(long)]
+    gateway: PathBuf,
+    /// Only the cases whose name contains one of these (repeatable).
+    #[arg(long)]
+    only: Vec<String>,
+    /// The largest growth allowed, as a multiple of the bytes read.
+    #[arg(long, default_value_t = memory::TARGET_RATIO)]
+    target: f64,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
 struct RssArgs {
     #[arg(long)]
     gateway: PathBuf,
@@ -390,6 +409,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::Callgrind(a)) => run_callgrind(a),
         Some(BenchCommand::Holdout(a)) => run_holdout(a),
         Some(BenchCommand::Rss(a)) => run_rss(a),
+        Some(BenchCommand::Memory(a)) => run_memory(a),
         Some(BenchCommand::Load(a)) => run_load(a),
         Some(BenchCommand::Soak(a)) => run_soak(a),
         Some(BenchCommand::SoakShared(a)) => run_soak_shared(a),
@@ -714,6 +734,28 @@ fn run_rss(a: RssArgs) -> Result<(), Error> {
     };
     let r = runtime(1)?.block_on(rss::run(&opts))?;
     emit(&a.common, &r, &report::rss_markdown(&r))
+}
+
+fn run_memory(a: MemoryArgs) -> Result<(), Error> {
+    let opts = MemoryOptions {
+        gateway: a.gateway,
+        work_dir: work_dir(&a.common, "memory"),
+        only: a.only,
+        target: a.target,
+    };
+    let r = runtime(2)?.block_on(memory::run(&opts))?;
+    emit(&a.common, &r, &memory::markdown(&r))?;
+    let failed = r.failed();
+    if !failed.is_empty() {
+        let names: Vec<&str> = failed.iter().map(|c| c.case.as_str()).collect();
+        return Err(format!(
+            "peak RSS growth over {:.1}x the bytes read: {}",
+            r.target,
+            names.join(", ")
+        )
+        .into());
+    }
+    Ok(())
 }
 
 fn run_load(a: LoadArgs) -> Result<(), Error> {

@@ -2,7 +2,7 @@
 //! callgrind instruction counts (`callgrind`), the holdout gate (`holdout`), idle RSS
 //! (`rss`), a keep-alive load check (`load`), the soak and fault run (`soak`), replicas
 //! sharing rate limits on Redis (`soak_shared`), translated paths beside passthrough
-//! (`translated`), the allocator x PGO x BOLT matrix (`allocators`), the BOLT flag study
+//! (`translated`), peak memory per request on the translated paths (`memory`), the allocator x PGO x BOLT matrix (`allocators`), the BOLT flag study
 //! (`bolt_flags`), the public same-rig board's metrics (`board`) and the markdown report
 //! (`report`); `cli` is the `bench` command line. Outside the chain's cargo workspace: the
 //! chain's training workload (`trainer workload`) never uses it.
@@ -20,6 +20,7 @@ mod config;
 pub mod error;
 pub mod holdout;
 pub mod load;
+pub mod memory;
 pub mod report;
 pub mod responsive;
 mod results;

@@ -1,6 +1,8 @@
 //! The bench for real, briefly, against the built gateway (debug is fine): an anchored A/B
 //! with a control leg, the idle RSS reading and a small 32-connection load check. No timed
-//! assertions: only that every window ran, was valid, and the report has what it must.
+//! assertions: only that every window ran, was valid, and the report has what it must. And
+//! the memory bound of the translated paths (`bench memory`, issue 49), whose figures it
+//! prints: a debug build allocates as a release one does, so its ratios hold for both.
 //!
 //! Needs a built gateway binary: `$GATEWAY_BIN`, or `gateway` in this test's own target
 //! directory: `cargo build -p gateway` at the root, then
@@ -12,6 +14,7 @@ use std::time::Duration;
 use bench::ab::{self, AbOptions, CONTROL};
 use bench::callgrind::{self, CallgrindOptions};
 use bench::load::{self, LoadOptions};
+use bench::memory::{self, MemoryOptions};
 use bench::report;
 use bench::rss::{self, RssOptions};
 use bench::variant::Variant;
@@ -76,6 +79,41 @@ async fn short_anchored_ab_runs_every_slot() {
     let json = serde_json::to_string(&r).unwrap();
     let back: ab::AbReport = serde_json::from_str(&json).unwrap();
     assert_eq!(back.variants.len(), 3);
+    let _ = std::fs::remove_dir_all(&opts.work_dir);
+}
+
+/// Peak RSS growth per request on every translated path at most 4x the bytes read (a fresh
+/// gateway per case, a hostile upstream): the floods are refused (413, 502, an error event)
+/// before their trees are built, the realistic 8 MB body is translated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_per_request_within_the_bound_on_every_translated_path() {
+    use std::io::Write;
+    let opts = MemoryOptions {
+        gateway: gateway_bin(),
+        work_dir: work("memory"),
+        only: Vec::new(),
+        target: memory::TARGET_RATIO,
+    };
+    let r = memory::run(&opts).await.unwrap();
+    let table = memory::markdown(&r);
+    // Straight to stderr: CI's log shows the figures, as the fuzz targets' counts.
+    let _ = writeln!(std::io::stderr(), "{table}");
+    let status = |name: &str| r.cases.iter().find(|c| c.case == name).map(|c| c.status);
+    assert_eq!(r.cases.len(), 7, "{table}");
+    assert_eq!(status("request-8mb-realistic"), Some(200), "{table}");
+    assert_eq!(status("request-8mb-flood"), Some(413), "{table}");
+    assert_eq!(
+        status("request-1.8mb-gemini-parts-flood"),
+        Some(413),
+        "{table}"
+    );
+    assert_eq!(status("answer-2mb-converse"), Some(502), "{table}");
+    assert_eq!(
+        status("answer-1.8mb-gemini-parts-flood"),
+        Some(502),
+        "{table}"
+    );
+    assert!(r.failed().is_empty(), "over {}x:\n{table}", r.target);
     let _ = std::fs::remove_dir_all(&opts.work_dir);
 }
 

@@ -5,9 +5,10 @@ use serde_json::{json, Map, Number, Value};
 use super::hub::Role;
 use super::TranslateError;
 
+pub(crate) mod budget;
 mod read;
 pub(crate) mod scan;
-pub(crate) use read::{read, read_members};
+pub(crate) use read::{read, read_members, ReadError};
 
 pub(crate) fn invalid(field: impl Into<String>, why: impl Into<String>) -> TranslateError {
     TranslateError::Invalid {
@@ -27,6 +28,8 @@ pub(crate) fn tool_call_input(
     if arguments.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
+    // A string in a body within its budget can still hold a flood of tiny objects.
+    budget::check_str(arguments).map_err(TranslateError::TooLarge)?;
     serde_json::from_str(arguments).map_err(|_| {
         invalid(
             format!("messages[{i}] tool call {id:?} arguments"),

@@ -45,6 +45,17 @@ pub(crate) enum TranslateError {
     /// A field of the wrong shape (the upstream would have refused it too).
     #[error("`{field}`: {why}")]
     Invalid { field: String, why: String },
+    /// A document in the body over its node budget ([`json::budget`]): a 413, refused before
+    /// its tree was built.
+    #[error("the request is too large to translate: {0}")]
+    TooLarge(json::budget::OverBudget),
+}
+
+impl TranslateError {
+    /// Whether this is a 413 ([`TranslateError::TooLarge`]) rather than a 400.
+    pub(crate) fn too_large(&self) -> bool {
+        matches!(self, TranslateError::TooLarge(_))
+    }
 }
 
 /// An upstream answer that does not have the shape its dialect promises: a 502.
@@ -115,7 +126,10 @@ pub(crate) fn decode_request_text(
     policy: policy::Policy,
     reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
-    let v = json::read(text).map_err(|e| not_json(Some(e)))?;
+    let v = json::read(text).map_err(|e| match e {
+        json::ReadError::Json(e) => not_json(Some(e)),
+        json::ReadError::Budget(over) => TranslateError::TooLarge(over),
+    })?;
     decode_request_value(client, upstream, v, policy, reasoning)
 }
 
@@ -268,6 +282,8 @@ pub(crate) fn translate_response_of(
     body: &[u8],
     model: &str,
 ) -> Result<(Bytes, hub::Usage), UpstreamShapeError> {
+    // Before any decoder builds a tree or a vector of parts.
+    json::budget::check(body).map_err(|e| over_budget(upstream, "answer", e))?;
     let mut resp = match upstream {
         Dialect::Chat => chat::decode_response(body)?,
         Dialect::Messages => messages::decode_response(body)?,
@@ -302,6 +318,19 @@ pub(crate) fn translate_response_of(
 }
 
 /// The API name used in refusals.
+/// The 502 for an upstream document (`what`: answer, event, arguments) over its node budget,
+/// naming the upstream's API.
+pub(crate) fn over_budget(
+    upstream: Dialect,
+    what: &str,
+    e: json::budget::OverBudget,
+) -> UpstreamShapeError {
+    UpstreamShapeError(format!(
+        "the {} upstream's {what} is refused unread: {e}",
+        api_name(upstream)
+    ))
+}
+
 const fn api_name(d: Dialect) -> &'static str {
     match d {
         Dialect::Chat => "OpenAI chat completions",

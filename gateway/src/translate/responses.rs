@@ -524,6 +524,10 @@ pub(crate) fn tool_call_item(
 /// The freeform input of a custom tool's call: its one string argument. Arguments of any
 /// other shape (a model that ignored the schema) are passed on as they are.
 pub(crate) fn custom_input(arguments: &str) -> String {
+    // Arguments over the node budget are not built into a tree: passed on as they are.
+    if super::json::budget::check_str(arguments).is_err() {
+        return arguments.to_owned();
+    }
     match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(mut o)) if o.len() == 1 => match o.remove(CUSTOM_INPUT) {
             Some(Value::String(s)) => s,

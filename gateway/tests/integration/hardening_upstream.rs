@@ -10,7 +10,7 @@ use http::StatusCode;
 use tokio::io::AsyncWriteExt;
 
 /// An upstream answering every request with `bytes`, then closing.
-async fn fixed(bytes: Vec<u8>) -> FnUpstream {
+pub(crate) async fn fixed(bytes: Vec<u8>) -> FnUpstream {
     let bytes = std::sync::Arc::new(bytes);
     FnUpstream::start(move |mut s, _| {
         let bytes = bytes.clone();
@@ -674,19 +674,30 @@ async fn gzip_bomb_in_a_stream_is_decoded_in_bounded_pieces() {
     assert!(grew < 32 << 10, "peak RSS grew by {grew} KiB");
 }
 
-// Issue 21, item 6: one upstream chat chunk naming 160,000 tool calls (2.6 MB) is neither
+// Issue 21, item 6: one upstream chat chunk naming thousands of tool calls is neither
 // quadratic nor copied out whole: a translated answer starts at most 1,024 calls, then
-// ends with an error event in the client's dialect.
+// ends with an error event in the client's dialect. (A chunk of 160,000 calls, 2.6 MB, is
+// refused whole by the node budget: `a_chunk_over_the_node_budget_ends_the_stream`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chunk_of_160k_tool_calls_ends_the_translated_stream() {
-    let calls: Vec<String> = (0..160_000)
-        .map(|i| format!(r#"{{"index":{i}}}"#))
-        .collect();
-    let chunk = format!(
-        "data: {{\"id\":\"x\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{}]}}}}]}}\n\n",
-        calls.join(",")
+async fn a_chunk_of_thousands_of_tool_calls_ends_the_translated_stream() {
+    let chunk = many_call_chunk(4_000);
+    assert!(chunk.len() > 50_000, "{}", chunk.len());
+    let (gw, text) = messages_stream_of(chunk).await;
+    assert_eq!(
+        text.matches("\"type\":\"tool_use\"").count(),
+        1024,
+        "{text:.300}"
     );
-    assert!(chunk.len() > 2_000_000, "{}", chunk.len());
+    assert!(text.contains("event: error"), "{text:.300}");
+    assert!(text.contains("more than 1024 tool calls"), "{text:.300}");
+    let line = gw.wait_log(MESSAGES, |l| l["route"] == MESSAGES).await;
+    assert_eq!(line["status"], 200, "{line}");
+    assert_eq!(line["error"], "too_many_tool_calls", "{line}");
+}
+
+/// What a Messages client streaming from an OpenAI target gets when the upstream sends
+/// `chunk`, then `[DONE]`: a 200 of under a megabyte (and the gateway, for its log).
+async fn messages_stream_of(chunk: String) -> (TestGateway, String) {
     let up = chunked(
         "200 OK",
         "content-type: text/event-stream\r\n",
@@ -698,18 +709,39 @@ async fn a_chunk_of_160k_tool_calls_ends_the_translated_stream() {
         .send(post(MESSAGES, body(MESSAGES, "claude", true)))
         .await;
     assert_eq!(r.status, StatusCode::OK);
-    let text = r.text();
     assert!(r.body.len() < 1 << 20, "{} bytes", r.body.len());
+    (gw, r.text())
+}
+
+/// One chat chunk naming `n` tool calls (each `{"index":i}`).
+fn many_call_chunk(n: usize) -> String {
+    let calls: Vec<String> = (0..n).map(|i| format!(r#"{{"index":{i}}}"#)).collect();
+    format!(
+        "data: {{\"id\":\"x\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{}]}}}}]}}\n\n",
+        calls.join(",")
+    )
+}
+
+// Issue 49: the 160,000-call chunk (2.6 MB) is over its node budget: refused before it is
+// read (no call started), the stream ended with an error event that names the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_over_the_node_budget_ends_the_stream() {
+    let chunk = many_call_chunk(160_000);
+    assert!(chunk.len() > 2_000_000, "{}", chunk.len());
+    let (gw, text) = messages_stream_of(chunk).await;
     assert_eq!(
         text.matches("\"type\":\"tool_use\"").count(),
-        1024,
+        0,
         "{text:.300}"
     );
     assert!(text.contains("event: error"), "{text:.300}");
-    assert!(text.contains("more than 1024 tool calls"), "{text:.300}");
+    assert!(
+        text.contains("OpenAI chat completions upstream's event is refused unread"),
+        "{text:.300}"
+    );
     let line = gw.wait_log(MESSAGES, |l| l["route"] == MESSAGES).await;
     assert_eq!(line["status"], 200, "{line}");
-    assert_eq!(line["error"], "too_many_tool_calls", "{line}");
+    assert_eq!(line["error"], "upstream_event_too_large", "{line}");
 }
 
 // Issue 21, item 5: a translated Responses stream keeps its answer for the final

@@ -14,6 +14,7 @@ mod hardening_lifecycle;
 mod hardening_streams;
 mod hardening_upstream;
 mod lifecycle;
+mod memory_bound;
 mod ratelimit;
 mod ratelimit_shared;
 mod redaction;

@@ -910,6 +910,9 @@ pub(crate) fn args_value(arguments: &str) -> Result<Value, UpstreamShapeError> {
     if arguments.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
+    // The answer's budget counted this string as text: its own tree is counted here.
+    crate::translate::json::budget::check_str(arguments)
+        .map_err(|e| UpstreamShapeError(format!("a tool call's arguments are refused: {e}")))?;
     match serde_json::from_str::<Value>(arguments) {
         Ok(v @ Value::Object(_)) => Ok(v),
         _ => Err(UpstreamShapeError(

@@ -9,12 +9,15 @@
 //! than a small non-negative integer (serde_json reads that token), and for the whole body
 //! any syntax error, nesting deeper than [`MAX_DEPTH`] or serde_json's private `RawValue`
 //! key. So [`read`] returns what `serde_json::from_str` returns, errors included (the
-//! proptest below holds it to that).
+//! proptest below holds it to that), for any document within its node budget
+//! ([`super::budget`]): one over it is refused ([`ReadError::Budget`]) before it is built
+//! whole, counted as it is read (or by the budget's scan before serde_json reads it).
 
 use std::ops::Range;
 
 use serde_json::{Map, Number, Value};
 
+use super::budget::{self, OverBudget, ARRAY_NODES, ITEM_NODES, OBJECT_NODES};
 use super::scan::plain_len;
 
 /// Nesting deeper than this is serde_json's, whose own limit (128) then applies.
@@ -23,12 +26,31 @@ const MAX_DEPTH: usize = 100;
 /// The key serde_json reads as a raw JSON fragment (feature `raw_value`).
 const RAW_KEY: &str = "$serde_json::private::RawValue";
 
-/// `serde_json::from_str::<Value>(s)`, faster.
-pub(crate) fn read(s: &str) -> serde_json::Result<Value> {
+/// Why a document was not read.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// Not JSON (serde_json's reason).
+    Json(serde_json::Error),
+    /// Over its node budget: refused before its tree was built.
+    Budget(OverBudget),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Json(e) => e.fmt(f),
+            ReadError::Budget(e) => e.fmt(f),
+        }
+    }
+}
+
+/// `serde_json::from_str::<Value>(s)`, faster, within the node budget.
+pub(crate) fn read(s: &str) -> Result<Value, ReadError> {
+    prescan(s)?;
     let mut r = Reader::new(s, &[]);
     match r.whole() {
         Some(v) => Ok(v),
-        None => serde_json::from_str(s),
+        None => r.fallback(),
     }
 }
 
@@ -38,19 +60,34 @@ const MAX_NAMED: usize = 4;
 /// [`read`], and where the root object's members called `names` are: the byte range of
 /// each one's value in `s`, `None` when absent (or when the root is not an object).
 ///
-/// `None` when this reader leaves `s` to serde_json (an error, deep nesting) or one of
-/// `names` is a repeated member: the caller reads the text as it would without this.
+/// `None` when this reader leaves `s` to serde_json (an error, deep nesting, a document
+/// over its budget) or one of `names` is a repeated member: the caller reads the text as
+/// it would without this.
 pub(crate) fn read_members<const N: usize>(
     s: &str,
     names: [&str; N],
 ) -> Option<(Value, [Option<Range<usize>>; N])> {
     const { assert!(N <= MAX_NAMED) };
+    prescan(s).ok()?;
     let mut r = Reader::new(s, &names);
     let v = r.whole()?;
     if r.repeated {
         return None;
     }
     Some((v, std::array::from_fn(|k| r.spans[k].clone())))
+}
+
+/// Documents longer than this are checked by the budget's scan before any tree is built:
+/// the reader stops at the budget, but its tree up to there could be the floor's 4 MiB, 16
+/// bytes a byte here. Shorter ones are counted as they are read, with no second pass over
+/// the text (agent bodies are ~100 KB).
+const PRESCAN: usize = 256 * 1024;
+
+fn prescan(s: &str) -> Result<(), ReadError> {
+    if s.len() > PRESCAN {
+        budget::check_str(s).map_err(ReadError::Budget)?;
+    }
+    Ok(())
 }
 
 struct Reader<'a> {
@@ -62,6 +99,9 @@ struct Reader<'a> {
     spans: [Option<Range<usize>>; MAX_NAMED],
     /// One of `names` came twice.
     repeated: bool,
+    /// Nodes read so far ([`budget`]'s count), and the most the document may hold.
+    nodes: usize,
+    limit: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -73,7 +113,29 @@ impl<'a> Reader<'a> {
             names,
             spans: Default::default(),
             repeated: false,
+            nodes: 0,
+            limit: budget::limit(s.len()),
         }
+    }
+
+    /// Counts `n` nodes; `None` once the document is over its budget (its tree is dropped
+    /// as the reader unwinds, before it is whole).
+    fn count(&mut self, n: usize) -> Option<()> {
+        self.nodes += n;
+        (self.nodes <= self.limit).then_some(())
+    }
+
+    /// What `read` returns where this reader gave up: the budget's refusal, or serde_json's
+    /// reading of a document the budget's scan passes.
+    fn fallback(&self) -> Result<Value, ReadError> {
+        if self.nodes > self.limit {
+            return Err(ReadError::Budget(OverBudget {
+                bytes: self.s.len(),
+                limit: self.limit,
+            }));
+        }
+        budget::check_str(self.s).map_err(ReadError::Budget)?;
+        serde_json::from_str(self.s).map_err(ReadError::Json)
     }
 
     /// The whole text as one value; `None`: serde_json must read it.
@@ -116,6 +178,7 @@ impl<'a> Reader<'a> {
 
     fn object(&mut self, depth: usize) -> Option<Value> {
         self.i += 1;
+        self.count(OBJECT_NODES)?;
         let mut m = Map::new();
         self.ws();
         if self.peek() == Some(b'}') {
@@ -136,6 +199,7 @@ impl<'a> Reader<'a> {
                 return None;
             }
             self.i += 1;
+            self.count(ITEM_NODES)?;
             let v = if depth == 1 && !self.names.is_empty() {
                 self.root_member(&key)?
             } else {
@@ -145,7 +209,10 @@ impl<'a> Reader<'a> {
             m.insert(key, v);
             self.ws();
             match self.peek()? {
-                b',' => self.i += 1,
+                b',' => {
+                    self.i += 1;
+                    self.count(ITEM_NODES)?;
+                }
                 b'}' => {
                     self.i += 1;
                     return Some(Value::Object(m));
@@ -169,6 +236,7 @@ impl<'a> Reader<'a> {
 
     fn array(&mut self, depth: usize) -> Option<Value> {
         self.i += 1;
+        self.count(ARRAY_NODES)?;
         let mut a = Vec::new();
         self.ws();
         if self.peek() == Some(b']') {
@@ -179,7 +247,10 @@ impl<'a> Reader<'a> {
             a.push(self.value(depth)?);
             self.ws();
             match self.peek()? {
-                b',' => self.i += 1,
+                b',' => {
+                    self.i += 1;
+                    self.count(ITEM_NODES)?;
+                }
                 b']' => {
                     self.i += 1;
                     return Some(Value::Array(a));
@@ -270,6 +341,23 @@ mod tests {
         ] {
             agrees(s).unwrap();
         }
+    }
+
+    /// A flood of tiny objects is refused by its count, before its tree is whole, and by
+    /// the budget's scan where serde_json would read it (a string with an escape at the end
+    /// makes the reader give up late; a trailing comma, at once).
+    #[test]
+    fn refuses_a_document_over_its_node_budget() {
+        let flood = format!("[{}{{}}]", "{},".repeat(1 << 18));
+        let over = |r: Result<Value, ReadError>| matches!(r, Err(ReadError::Budget(_)));
+        assert!(over(read(&flood)));
+        assert!(read_members(&flood, ["model"]).is_none());
+        assert!(over(read(&format!("{flood}x"))));
+        let within = format!("[{}{{}}]", "{},".repeat(1000));
+        assert!(read(&within).is_ok());
+        // Real bodies pass (the biggest shape body).
+        let agent = include_str!("../../../../shapes/bodies/messages-agent-stream.json");
+        assert!(read(agent).is_ok());
     }
 
     fn json() -> impl Strategy<Value = Value> {

@@ -67,9 +67,11 @@ impl EventStreamFramer {
             let used = self.frames(chunk, &mut on_event);
             let rest = &chunk[used..];
             let rest = self.skip_from(rest);
+            self.reserve_frame(rest);
             self.buf.extend_from_slice(rest);
             return;
         }
+        self.reserve_frame(chunk);
         self.buf.extend_from_slice(chunk);
         let buf = std::mem::take(&mut self.buf);
         let used = self.frames(&buf, &mut on_event);
@@ -78,6 +80,25 @@ impl EventStreamFramer {
         let mut buf = buf;
         buf.drain(..keep);
         self.buf = buf;
+    }
+
+    /// Room for the whole frame being held, once its length is known: growing by doubling
+    /// held a big frame's bytes up to twice while it was copied over (issue 49).
+    fn reserve_frame(&mut self, more: &[u8]) {
+        let have = self.buf.len() + more.len();
+        if have < 4 || self.buf.capacity() >= have {
+            return;
+        }
+        let mut len = [0u8; 4];
+        for (k, b) in len.iter_mut().enumerate() {
+            *b = if k < self.buf.len() {
+                self.buf[k]
+            } else {
+                more[k - self.buf.len()]
+            };
+        }
+        let total = (u32::from_be_bytes(len) as usize).min(MAX_FRAME_BYTES);
+        self.buf.reserve_exact(total.max(have) - self.buf.len());
     }
 
     /// `rest` less the part of an oversized frame now being skipped.
