@@ -10,6 +10,7 @@
 //! it (`GATEWAY_FUZZ_SEED=N` replays the run); each one found is kept as a plain `#[test]`
 //! next to its target. docs/testing.md lists what each target compares.
 
+mod corpus;
 mod encoding;
 mod eventstream;
 mod request;
