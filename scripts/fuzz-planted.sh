@@ -2,8 +2,8 @@
 # Whether the fuzz targets catch what they claim to: each planted bug
 # (gateway/src/fuzz/planted/*.patch, a patch whose first line names the target that must
 # catch it) is applied to a scratch copy of a tree, the gateway's unit tests are built there,
-# and the target runs RUNS times at SECS seconds each with the seeds 1..RUNS. A run catches
-# the bug when the target fails. Prints, per bug, the catches and the cases each catch took
+# and the target runs RUNS times at SECS seconds each with the seeds 1..RUNS, JOBS at once. A
+# run catches the bug when the target fails. Prints, per bug, the catches and the cases each catch took
 # (cases do not depend on the machine's speed; seconds do: compare them with the cases a
 # target runs in CI, which `cargo test` prints as `fuzz NAME: N cases in S s`).
 # The tree itself is never patched: the scratch copy is, and it is removed at the end.
@@ -13,6 +13,7 @@
 # Environment:
 #   RUNS        runs per bug (default 10)
 #   SECS        GATEWAY_FUZZ_SECS of each run (default 2, what `cargo test` uses)
+#   JOBS        runs at once (default 2: `cargo test` on CI's two cores runs two tests at once)
 #   REV         a commit whose targets run instead of this checkout's (the planted bugs are
 #               this checkout's): e.g. the targets before a change to them
 #   SCRATCH     where the copy goes (default a new directory under /tmp; a fixed path keeps
@@ -23,6 +24,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 rev=${REV:-}
 runs=${RUNS:-10}
 secs=${SECS:-2}
+jobs=${JOBS:-2}
 if [ $# -eq 0 ]; then
   set -- "$repo"/gateway/src/fuzz/planted/*.patch
 fi
@@ -65,9 +67,22 @@ for patch in "$@"; do
   caught=0
   cases=()
   missed=()
+  # JOBS runs at once, as `cargo test` runs JOBS tests at once on CI's cores: the cases a
+  # run gets in SECS are then about what the target gets there.
   for seed in $(seq 1 "$runs"); do
-    if out=$(cd "$copy/gateway" && GATEWAY_FUZZ_SEED=$seed GATEWAY_FUZZ_SECS=$secs \
-      "$bin" --exact "$target" --test-threads=1 2>&1); then
+    (
+      cd "$copy/gateway"
+      rc=0
+      GATEWAY_FUZZ_SEED=$seed GATEWAY_FUZZ_SECS=$secs "$bin" --exact "$target" \
+        --test-threads=1 >"$copy/out.$seed" 2>&1 || rc=$?
+      echo "$rc" >"$copy/rc.$seed"
+    ) &
+    if [ $((seed % jobs)) -eq 0 ]; then wait; fi
+  done
+  wait
+  for seed in $(seq 1 "$runs"); do
+    out=$(cat "$copy/out.$seed")
+    if [ "$(cat "$copy/rc.$seed")" -eq 0 ]; then
       # A run that passed: the target's test must have run (the name is right).
       n=$(sed -n 's/.*fuzz [a-z_]*: \([0-9]*\) cases in .*/\1/p' <<<"$out" | head -n 1)
       [ -n "$n" ] || { echo "$name: $target ran no fuzz target" >&2; exit 1; }
@@ -85,7 +100,8 @@ for patch in "$@"; do
   spread=-
   if [ "$caught" -gt 0 ]; then
     mapfile -t sorted < <(printf '%s\n' "${cases[@]}" | sort -n)
-    spread="${sorted[0]}/${sorted[$(((caught - 1) / 2))]}/${sorted[$((caught - 1))]}"
+    mean=$(printf '%s\n' "${cases[@]}" | awk '{ t += $1 } END { printf "%.0f", t / NR }')
+    spread="${sorted[0]}/${sorted[$(((caught - 1) / 2))]}/${sorted[$((caught - 1))]}, mean $mean"
   fi
   ran=-
   if [ "${#missed[@]}" -gt 0 ]; then

@@ -350,8 +350,8 @@ fn check_scan(v: Value_) -> Result<(), TestCaseError> {
 fn fuzz_usage_scan() {
     let value = (
         prop_oneof![
-            2 => usage_object(),
-            2 => dialect_usage(),
+            1 => usage_object(),
+            1 => dialect_usage(),
             1 => seeded(usages()),
         ],
         prop_oneof![Just(None), style().prop_map(Some)],
