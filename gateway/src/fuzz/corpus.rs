@@ -242,7 +242,7 @@ pub(super) static STREAMS: LazyLock<Vec<Vec<u8>>> =
 
 /// What a mutation does at the member or element it reaches (or to the value it stops at).
 #[derive(Debug, Clone)]
-pub(super) enum Op {
+enum Op {
     Drop,
     /// Repeated next to itself.
     Duplicate,
@@ -258,7 +258,7 @@ pub(super) enum Op {
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct Mutation {
+struct Mutation {
     /// Each step picks a child by position; the last picks the member or element changed.
     path: Vec<Index>,
     op: Op,
@@ -289,7 +289,7 @@ fn new_value() -> impl Strategy<Value = J> {
     ]
 }
 
-pub(super) fn mutation() -> impl Strategy<Value = Mutation> {
+fn mutation() -> impl Strategy<Value = Mutation> {
     let op = prop_oneof![
         2 => Just(Op::Drop),
         2 => Just(Op::Duplicate),
@@ -319,7 +319,7 @@ pub(super) fn mutation() -> impl Strategy<Value = Mutation> {
 }
 
 /// `j` with `m` applied.
-pub(super) fn mutate(j: &mut J, m: &Mutation) {
+fn mutate(j: &mut J, m: &Mutation) {
     at(j, &m.path, &m.op);
 }
 
