@@ -1,6 +1,7 @@
 //! Property-based fuzzing of the hand-written parsers, on stable Rust (proptest), in bounded
-//! time: each target runs cases until `GATEWAY_FUZZ_SECS` (default 2) have passed, so the
-//! ordinary `cargo test` stays fast and a long run is one variable away:
+//! time: each target runs cases until `GATEWAY_FUZZ_SECS` (default 2; a few targets a
+//! measured multiple, [`LONGER`]) have passed, so the ordinary `cargo test` stays fast and a
+//! long run is one variable away:
 //!
 //! ```sh
 //! GATEWAY_FUZZ_SECS=300 cargo test -p gateway --lib fuzz -- --test-threads=1
@@ -8,7 +9,9 @@
 //!
 //! A failure is shrunk by proptest to a minimal input and reported with the seed that found
 //! it (`GATEWAY_FUZZ_SEED=N` replays the run); each one found is kept as a plain `#[test]`
-//! next to its target. docs/testing.md lists what each target compares.
+//! next to its target. docs/testing.md lists what each target compares. The targets that read
+//! documents start from real ones too ([`corpus`]); `planted/` holds bugs each must catch
+//! (`scripts/fuzz-planted.sh` measures how often).
 
 mod corpus;
 mod encoding;
