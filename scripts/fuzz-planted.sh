@@ -93,8 +93,12 @@ for patch in "$@"; do
       grep -m1 'of CPU$' <<<"$out" >&2
       exit 1
     else
+      # Only a property's failure is a catch (the runner names the cases it took); a panic
+      # before any case (a missing corpus, say) is not.
+      n=$(sed -n 's/^after \([0-9]*\) cases; replay.*/\1/p' <<<"$out" | head -n 1)
+      [ -n "$n" ] || { echo "$name: seed $seed failed before any case:" >&2; tail -n 20 <<<"$out" >&2; exit 1; }
       caught=$((caught + 1))
-      cases+=("$(sed -n 's/^after \([0-9]*\) cases; replay.*/\1/p' <<<"$out" | head -n 1)")
+      cases+=("$n")
     fi
   done
   spread=-
