@@ -61,7 +61,9 @@ fn frames() -> impl Strategy<Value = Vec<(String, Vec<u8>, bool)>> {
     );
     let real = prop::sample::select(CONVERSE.to_vec())
         .prop_map(|(n, p, e)| (n.to_owned(), p.as_bytes().to_vec(), e));
-    prop::collection::vec(prop_oneof![3 => random, 1 => real], 0..12)
+    // Mostly random: the framer reads no payload, and the random frames find its length
+    // bugs (an empty payload, say) sooner.
+    prop::collection::vec(prop_oneof![5 => random, 1 => real], 0..12)
 }
 
 fn encode(frames: &[(String, Vec<u8>, bool)]) -> Vec<u8> {

@@ -34,11 +34,10 @@ use serde_json::{Map, Value};
 /// Targets that run longer than `GATEWAY_FUZZ_SECS`, by this factor: at the default budget
 /// they caught their planted bugs (`planted/`) in fewer than 10 of 10 runs
 /// (`scripts/fuzz-planted.sh`; docs/testing.md has the figures).
-const LONGER: [(&str, f64); 4] = [
+const LONGER: [(&str, f64); 3] = [
     ("request_head", 2.5),
     ("usage_scan", 2.0),
     ("translate_responses", 2.0),
-    ("eventstream_framer", 1.5),
 ];
 
 /// Wall-clock budget of the target `name`.

@@ -326,3 +326,22 @@ fn regression_whole_read_keeps_a_head_serde_reads() {
     assert_eq!(head, gemini_head(body, &call).unwrap());
     assert_eq!(value, None);
 }
+
+/// serde's derive reads a struct from an array, its fields in order: `["m",true]` was a
+/// streaming request for the model `m` (`[null,null]` one without a model), routed and
+/// forwarded as such, where the body is no object at all. Found from the corpus (a real body
+/// whose members were all dropped, then retyped).
+#[test]
+fn regression_an_array_is_no_request() {
+    for body in [&br#"["m",true]"#[..], b"[null,null]", b" [\"m\",null,{}]"] {
+        let shown = String::from_utf8_lossy(body);
+        assert!(
+            matches!(parse_head(body), Err(HeadError::Json(_))),
+            "{shown}"
+        );
+        assert!(
+            matches!(parse(body, None, true), Err(HeadError::Json(_))),
+            "{shown}"
+        );
+    }
+}
