@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use super::corpus::STREAMS;
 use super::{apply, cuts, edit, fuzz, pieces, Edit};
 use crate::proxy::encoding::GzSide;
 
@@ -35,6 +36,8 @@ fn payload() -> impl Strategy<Value = Vec<u8>> {
             .prop_map(|(unit, n)| unit.repeat(n)),
         // A small gzip bomb: one slice inflates to hundreds of KiB.
         1 => (100_000..3_000_000usize).prop_map(|n| vec![0u8; n]),
+        // What upstreams compress: the golden streams (the corpus).
+        2 => any::<Index>().prop_map(|i| STREAMS[i.index(STREAMS.len())].clone()),
     ]
 }
 

@@ -6,40 +6,15 @@
 //! Reading the body whole (`parse`, for translation) gives the same head or the same error,
 //! and serde_json's `Value`; the model guessed before either (`model_hint`) is the head's.
 
-use std::borrow::Cow;
-
 use bytes::Bytes;
 use proptest::prelude::*;
-use serde::de::{MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use super::corpus::{docs, seeded, Members, REQUESTS};
 use super::{apply, edit, fuzz, json_value, render, style, text, Edit, Style, J};
 use crate::dialect::{GeminiCall, GeminiMethod};
 use crate::proxy::request::{gemini_head, model_hint, parse, parse_head, HeadError};
-
-/// The root object's members as written, repeats included.
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Members<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Members<'a>, M::Error> {
-                let mut out = Vec::new();
-                while let Some(k) = m.next_key::<Cow<'de, str>>()? {
-                    out.push((k, m.next_value::<&'de RawValue>()?));
-                }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
-    }
-}
 
 #[derive(Debug, PartialEq)]
 enum Want {
@@ -161,6 +136,14 @@ fn body() -> impl Strategy<Value = J> {
     prop::collection::vec(member, 0..7).prop_map(J::Obj)
 }
 
+/// Generated bodies, and the real ones mutated (the corpus: shapes and agents).
+fn bodies() -> impl Strategy<Value = J> {
+    prop_oneof![
+        1 => body(),
+        1 => seeded(docs(&REQUESTS, |_| true)),
+    ]
+}
+
 fn check((tree, style, edits): (J, Style, Vec<Edit>)) -> Result<(), TestCaseError> {
     let bytes = Bytes::from(apply(render(&tree, &style), &edits));
     let shown = String::from_utf8_lossy(&bytes).into_owned();
@@ -253,7 +236,7 @@ fn same_when_whole(
 #[test]
 fn fuzz_request_head() {
     let input = (
-        body(),
+        bodies(),
         style(),
         prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit(), 1..4)],
     );
@@ -267,7 +250,7 @@ fn fuzz_gemini_head() {
         method: GeminiMethod::Generate,
     };
     let input = (
-        prop_oneof![body(), json_value(3).prop_map(|v| J::from(&v))],
+        prop_oneof![bodies(), json_value(3).prop_map(|v| J::from(&v))],
         style(),
         prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit(), 1..4)],
     );
@@ -342,4 +325,23 @@ fn regression_whole_read_keeps_a_head_serde_reads() {
     let (head, value) = parse(body, Some(&call), true).unwrap();
     assert_eq!(head, gemini_head(body, &call).unwrap());
     assert_eq!(value, None);
+}
+
+/// serde's derive reads a struct from an array, its fields in order: `["m",true]` was a
+/// streaming request for the model `m` (`[null,null]` one without a model), routed and
+/// forwarded as such, where the body is no object at all. Found from the corpus (a real body
+/// whose members were all dropped, then retyped).
+#[test]
+fn regression_an_array_is_no_request() {
+    for body in [&br#"["m",true]"#[..], b"[null,null]", b" [\"m\",null,{}]"] {
+        let shown = String::from_utf8_lossy(body);
+        assert!(
+            matches!(parse_head(body), Err(HeadError::Json(_))),
+            "{shown}"
+        );
+        assert!(
+            matches!(parse(body, None, true), Err(HeadError::Json(_))),
+            "{shown}"
+        );
+    }
 }

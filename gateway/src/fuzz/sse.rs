@@ -8,7 +8,8 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use super::{cuts, fuzz, pieces};
+use super::corpus::STREAMS;
+use super::{apply, cuts, edit, fuzz, pieces};
 use crate::sse::SseParser;
 
 type Event = (Vec<u8>, Vec<u8>);
@@ -93,6 +94,16 @@ fn stream() -> impl Strategy<Value = (Vec<u8>, Vec<Index>)> {
         })
 }
 
+/// The golden streams of every client dialect, damaged by byte edits.
+fn seeded() -> impl Strategy<Value = (Vec<u8>, Vec<Index>)> {
+    (
+        any::<Index>(),
+        prop::collection::vec(edit(), 0..4),
+        prop::collection::vec(any::<Index>(), 0..10),
+    )
+        .prop_map(|(i, edits, cuts)| (apply(STREAMS[i.index(STREAMS.len())].clone(), &edits), cuts))
+}
+
 fn check((stream, at): (Vec<u8>, Vec<Index>)) -> Result<(), TestCaseError> {
     let cuts = cuts(&at, stream.len());
     let mut p = SseParser::new();
@@ -116,5 +127,9 @@ fn check((stream, at): (Vec<u8>, Vec<Index>)) -> Result<(), TestCaseError> {
 
 #[test]
 fn fuzz_sse_parser() {
-    fuzz("sse_parser", stream(), check);
+    fuzz(
+        "sse_parser",
+        prop_oneof![3 => stream(), 1 => seeded()],
+        check,
+    );
 }

@@ -12,6 +12,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{json, Map, Value};
 
+use super::corpus::{docs, seeded, value, ANSWERS};
 use super::{cuts, fuzz, json_value, pieces, text};
 use crate::dialect::Dialect;
 use crate::sse::SseParser;
@@ -175,11 +176,14 @@ struct Frame {
 }
 
 fn frame(upstream: Dialect) -> impl Strategy<Value = Frame> {
-    let event = match upstream {
+    let generated = match upstream {
         Dialect::Messages => anthropic_event().boxed(),
         Dialect::Gemini => gemini_chunk().boxed(),
         _ => chat_chunk().boxed(),
     };
+    // The golden streams' events of this dialect (the corpus), mutated.
+    let real = seeded(docs(&ANSWERS, |d| d == upstream)).prop_filter_map("not JSON", |j| value(&j));
+    let event = prop_oneof![3 => generated, 1 => real];
     let raw = prop::option::weighted(
         0.05,
         prop_oneof![

@@ -18,6 +18,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{json, Map, Number, Value};
 
+use super::corpus;
 use super::{apply, cpu_time, edit, fuzz, json_value, text, untimed, Edit, MAX_CASE};
 use crate::dialect::{Dialect, Provider};
 use crate::translate::hub::{
@@ -162,12 +163,18 @@ static REQUESTS: LazyLock<Vec<(Dialect, Value)>> = LazyLock::new(|| {
             "safetySettings": [], "labels": {"a": "b"},
         })),
     ]);
+    // The shapes' bodies and the other agents' captures (the corpus).
+    out.extend(
+        corpus::REQUESTS
+            .iter()
+            .map(|(d, j)| (*d, corpus::value(j).expect("a corpus document is JSON"))),
+    );
     out
 });
 
 /// Upstream answers of each translated upstream dialect.
 static RESPONSES: LazyLock<Vec<(Dialect, Value)>> = LazyLock::new(|| {
-    vec![
+    let mut out = vec![
         (
             Dialect::Chat,
             json!({
@@ -202,7 +209,10 @@ static RESPONSES: LazyLock<Vec<(Dialect, Value)>> = LazyLock::new(|| {
                 "promptFeedback": {"safetyRatings": []},
             }),
         ),
-    ]
+    ];
+    // The vendors' answers and error bodies (the corpus).
+    out.extend(corpus::whole_answers());
+    out
 });
 
 /// A change to a body at a path (each step picks a child by index): the member or element

@@ -14,6 +14,7 @@ use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::corpus::{docs, seeded, ANSWERS};
 use super::{apply, edit, fuzz, json_value, render, style, text, Edit, Style, J};
 use crate::usage::{from_body, from_gemini_body, scan_fields, tail_read, Usage};
 
@@ -215,6 +216,39 @@ fn body() -> impl Strategy<Value = Body> {
         )
 }
 
+/// The real answers (the corpus), mutated, in any layout, sometimes damaged.
+fn seeded_body() -> impl Strategy<Value = Body> {
+    (
+        seeded(docs(&ANSWERS, |_| true)),
+        style(),
+        prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit(), 1..4)],
+    )
+        .prop_map(|(tree, style, edits)| Body { tree, style, edits })
+}
+
+/// Every `usage` object of the real answers.
+fn usages() -> Vec<J> {
+    fn walk(j: &J, out: &mut Vec<J>) {
+        match j {
+            J::Obj(m) => {
+                for (k, v) in m {
+                    if k == "usage" && matches!(v, J::Obj(_)) {
+                        out.push(v.clone());
+                    }
+                    walk(v, out);
+                }
+            }
+            J::Arr(a) => a.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (_, j) in ANSWERS.iter() {
+        walk(j, &mut out);
+    }
+    out
+}
+
 fn last_usage_key(body: &[u8]) -> Option<usize> {
     memchr::memmem::rfind(body, b"\"usage\"")
 }
@@ -268,7 +302,11 @@ fn check_body(b: Body) -> Result<(), TestCaseError> {
 
 #[test]
 fn fuzz_usage_body() {
-    fuzz("usage_body", body(), check_body);
+    fuzz(
+        "usage_body",
+        prop_oneof![2 => body(), 1 => seeded_body()],
+        check_body,
+    );
 }
 
 /// A usage value and what may follow it, compact or spaced, whole or cut.
@@ -311,7 +349,11 @@ fn check_scan(v: Value_) -> Result<(), TestCaseError> {
 #[test]
 fn fuzz_usage_scan() {
     let value = (
-        prop_oneof![usage_object(), dialect_usage()],
+        prop_oneof![
+            1 => usage_object(),
+            1 => dialect_usage(),
+            1 => seeded(usages()),
+        ],
         prop_oneof![Just(None), style().prop_map(Some)],
         prop::sample::select(vec!["", ",", "}", " ,", "\n}", "]", "x"]),
         prop::option::weighted(0.2, any::<prop::sample::Index>()),

@@ -223,6 +223,10 @@ fn head_of<'a>(
 
 pub(crate) fn parse_head(body: &[u8]) -> Result<RequestHead<'_>, HeadError> {
     let text = utf8(body)?;
+    // serde's derive reads a struct from an array too (`["m",true]`: a model and a stream).
+    if text.trim_start().starts_with('[') {
+        return Err(HeadError::Json("the body must be a JSON object".into()));
+    }
     let head: Head<'_> = serde_json::from_str(text).map_err(|e| HeadError::Json(e.to_string()))?;
     let raw = head.model.ok_or(HeadError::MissingModel)?;
     let model: Cow<'_, str> =
