@@ -147,7 +147,8 @@ mod tests {
         assert_eq!(e.limit, limit(flood.len()));
         assert!(e.to_string().contains("budget"), "{e}");
         // The biggest agent fixture, and a megabyte of text in one string.
-        let agent = include_str!("../../../../shapes/bodies/messages-agent-stream.json");
+        let agent =
+            include_str!("../../../tests/fixtures/agents/claude-code-claude-tool-result.json");
         assert!(check_str(agent).is_ok());
         let text = format!(r#"{{"a":"{}"}}"#, "x,{".repeat(1 << 20));
         assert!(check_str(&text).is_ok());

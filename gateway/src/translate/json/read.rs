@@ -355,8 +355,9 @@ mod tests {
         assert!(over(read(&format!("{flood}x"))));
         let within = format!("[{}{{}}]", "{},".repeat(1000));
         assert!(read(&within).is_ok());
-        // Real bodies pass (the biggest shape body).
-        let agent = include_str!("../../../../shapes/bodies/messages-agent-stream.json");
+        // Real bodies pass (the biggest agent capture; shapes/ is outside the lint source).
+        let agent =
+            include_str!("../../../tests/fixtures/agents/claude-code-claude-tool-result.json");
         assert!(read(agent).is_ok());
     }
 

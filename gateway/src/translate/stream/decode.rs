@@ -29,21 +29,18 @@ impl Decoder {
         }
     }
 
-    pub(crate) fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
-        // Before any decoder builds a tree (or a vector of parts) of the event.
-        if let Err(e) = crate::translate::json::budget::check(ev.data) {
-            let upstream = match self {
-                Decoder::Chat(_) => Dialect::Chat,
-                Decoder::Messages(_) => Dialect::Messages,
-                Decoder::Gemini(_) => Dialect::Gemini,
-                Decoder::Converse(_) => Dialect::Converse,
-            };
-            out.push(Event::Error {
-                kind: "api_error".into(),
-                message: crate::translate::over_budget(upstream, "event", e).0,
-            });
-            return;
+    /// The upstream API this decoder reads.
+    pub(crate) fn upstream(&self) -> Dialect {
+        match self {
+            Decoder::Chat(_) => Dialect::Chat,
+            Decoder::Messages(_) => Dialect::Messages,
+            Decoder::Gemini(_) => Dialect::Gemini,
+            Decoder::Converse(_) => Dialect::Converse,
         }
+    }
+
+    /// Decodes one event (within its node budget: the translator checks that first).
+    pub(crate) fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
         match self {
             Decoder::Chat(d) => d.decode(ev, out),
             Decoder::Messages(d) => d.decode(ev, out),

@@ -112,6 +112,9 @@ pub(crate) struct Translator {
     done: bool,
     /// Why the answer ended with an error event, for the access log.
     error: Option<&'static str>,
+    /// An event over its node budget (`json::budget`), refused before any tree of it was
+    /// built: the answer ends there, as at an event too long to read.
+    over_budget: Option<String>,
 }
 
 impl Translator {
@@ -143,6 +146,7 @@ impl Translator {
             tool_calls: 0,
             done: false,
             error: None,
+            over_budget: None,
         }
     }
 
@@ -156,10 +160,19 @@ impl Translator {
     /// Feeds upstream bytes; appends the client bytes they complete to `out`.
     pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let (parser, decoder, pending) = (&mut self.parser, &mut self.decoder, &mut self.pending);
-        let events = &mut self.events;
+        let (events, over_budget) = (&mut self.events, &mut self.over_budget);
         parser.feed(chunk, |ev| {
             *events += 1;
-            decoder.decode(&ev, pending)
+            if over_budget.is_some() {
+                return; // the answer ends at the refused event
+            }
+            match crate::translate::json::budget::check(ev.data) {
+                Ok(()) => decoder.decode(&ev, pending),
+                Err(e) => {
+                    let why = crate::translate::over_budget(decoder.upstream(), "event", e);
+                    *over_budget = Some(why.0);
+                }
+            }
         });
         // The events read before a failure go out first.
         self.flush(out);
@@ -167,6 +180,9 @@ impl Translator {
             // The rest cannot be read: the answer ends here with an error (as a cut one).
             let message = format!("the upstream stream cannot be read on: {why}");
             self.fail("upstream_stream_unreadable", message, out);
+        }
+        if let (Some(message), false) = (self.over_budget.take(), self.done) {
+            self.fail("upstream_event_too_large", message, out);
         }
         if self.parser.oversized() > 0 && !self.done {
             // Skipped unread, its part of the answer is lost: translating on would hand the
