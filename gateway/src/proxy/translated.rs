@@ -99,8 +99,10 @@ impl Body for TranslatedStream {
                         this.upstream.end(|| usage(translator), error, Some(502));
                     } else if translator.is_done() {
                         this.finished = true;
-                        this.upstream
-                            .end(|| usage(translator), translator.error(), None);
+                        // An event over its node budget is logged as one too long to read.
+                        let error = translator.error();
+                        let status = (error == Some("upstream_event_too_large")).then_some(502);
+                        this.upstream.end(|| usage(translator), error, status);
                     } else {
                         this.upstream.rearm();
                     }

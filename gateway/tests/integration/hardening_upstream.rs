@@ -355,6 +355,12 @@ async fn buffered_upstream_bytes_are_bounded() {
         }
     }
     assert!(ok >= 1 && refused >= 1, "ok {ok}, refused {refused}");
+    // Logged as what it is (issue 49 item 8: each logged reason has a test that fails when
+    // it is wrong).
+    let line = gw
+        .wait_log("refused for the buffer budget", |l| l["status"] == 503)
+        .await;
+    assert_eq!(line["error"], "overloaded", "{line}");
     // The budget is released: one at a time always fits.
     for _ in 0..3 {
         let r = gw.send(post(CHAT, body(CHAT, "gpt", false))).await;
@@ -740,7 +746,7 @@ async fn a_chunk_over_the_node_budget_ends_the_stream() {
         "{text:.300}"
     );
     let line = gw.wait_log(MESSAGES, |l| l["route"] == MESSAGES).await;
-    assert_eq!(line["status"], 200, "{line}");
+    assert_eq!(line["status"], 502, "{line}");
     assert_eq!(line["error"], "upstream_event_too_large", "{line}");
 }
 

@@ -249,6 +249,10 @@ async fn redis_down_closed_answers_503_in_each_dialect_then_recovers() {
         let log = gw.stderr_lines().join("\n");
         assert!(log.contains("rate limits: Redis unavailable"), "{log}");
         assert!(log.contains("refused with 503"), "{log}");
+        let line = gw
+            .wait_log("refused with 503", |l| l["status"] == 503)
+            .await;
+        assert_eq!(line["error"], "overloaded", "replica {i}: {line}");
         assert!(
             !log.contains(&redis.url()),
             "the URL is never logged: {log}"
