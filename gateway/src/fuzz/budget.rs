@@ -139,14 +139,14 @@ fn doc() -> impl Strategy<Value = Doc> {
         .prop_map(|s| serde_json::from_str(s).expect("JSON")),
         2 => json_value(4),
     ];
-    (unit, 0.3..3.0f64, 0..110usize, style()).prop_map(|(unit, scale, depth, style)| {
-        // Copies enough to land near the floor: between 0.3 and 3 times it.
+    (unit, 0.5..2.0f64, 0..110usize, style()).prop_map(|(unit, scale, depth, style)| {
+        // Copies enough to land near the floor: between half and twice it.
         let per = value_nodes(&unit) + ITEM_NODES;
-        // At most ~512 KiB of text, so that a case stays well within its CPU bound (a
-        // unit of escaped strings is read string by string through serde_json).
+        // At most ~256 KiB of text (the reader's own count, not its prescan, decides below
+        // that), so that a case stays well within its CPU bound and a run gets many.
         let unit_len = serde_json::to_vec(&unit).map_or(1, |v| v.len() + 1);
         let copies = ((FLOOR_NODES as f64 * scale) as usize / per)
-            .min((512 << 10) / unit_len)
+            .min((256 << 10) / unit_len)
             .max(1);
         Doc {
             unit,
