@@ -21,6 +21,7 @@ pub mod error;
 pub mod holdout;
 pub mod load;
 pub mod memory;
+mod raw_http;
 pub mod report;
 pub mod responsive;
 mod results;

@@ -18,6 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::{io, BenchError};
+use crate::raw_http;
 use trainer::launch::{GatewayProcess, Launch};
 
 /// The target: peak RSS growth per request at most this many times the bytes read.
@@ -317,16 +318,11 @@ async fn read_request(s: &mut TcpStream) -> std::io::Result<()> {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
+        if let Some(end) = raw_http::head_end(&buf) {
+            break end;
         }
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+    let (_, len) = raw_http::head_and_length(&buf[..head_end]);
     let mut have = buf.len() - head_end;
     while have < len {
         let n = s.read(&mut chunk).await?;

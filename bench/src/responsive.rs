@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::raw_http;
 use trainer::launch::{GatewayProcess, Launch, LaunchError};
 
 #[derive(Debug, Clone)]
@@ -210,20 +211,15 @@ async fn serve(mut s: TcpStream, bodies: Arc<Bodies>) {
     loop {
         // The head, then the body it announces.
         let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
+            if let Some(end) = raw_http::head_end(&buf) {
+                break end;
             }
             match s.read(&mut chunk).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         };
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-        let len: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
+        let (head, len) = raw_http::head_and_length(&buf[..head_end]);
         while buf.len() < head_end + len {
             match s.read(&mut chunk).await {
                 Ok(0) | Err(_) => return,
