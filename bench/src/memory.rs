@@ -2,7 +2,8 @@
 //! to a hostile upstream of this module's own, sent one big request or answered one big
 //! answer, event or error body; the gateway's peak RSS (`VmHWM`) before and after gives the
 //! growth, divided by the bytes of the document the case is about (the request body, or the
-//! upstream's answer). Exits non-zero when a case grows more than the target multiple.
+//! upstream's answer). A request case first sends one small request on its route, so that a
+//! process's one-time costs are not counted as the big request's. Exits non-zero when a case grows more than the target multiple.
 //!
 //! The upstream is raw TCP (one canned answer per case, `Connection: close`) so that the
 //! answer is exactly the bytes chosen: a mock that parses the request would cost the case
@@ -72,6 +73,11 @@ struct Case {
     answer: Vec<u8>,
     /// Whether the measured document is the request (else the answer's body).
     measures_request: bool,
+    /// A request case's warm-up: a ~100 KB body on the same route, sent before the peak is
+    /// read, so that what a process pays once (the blocking pool's first thread and its
+    /// allocator arena, the upstream connection) is not counted as the big request's.
+    /// (An answer case's upstream has only its one big answer.)
+    warmup: Option<Vec<u8>>,
     answer_body_len: usize,
 }
 
@@ -155,8 +161,8 @@ fn cases() -> Vec<Case> {
     };
     // A realistic big body: a long conversation of big text turns (pasted files, tool
     // output), the shape of a long agent session.
-    let realistic = {
-        let turn = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(17_000);
+    let realistic = |repeat: usize| {
+        let turn = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(repeat);
         let mut messages = Vec::new();
         for i in 0..8 {
             let role = if i % 2 == 0 { "user" } else { "assistant" };
@@ -170,6 +176,14 @@ fn cases() -> Vec<Case> {
         }))
         .expect("JSON")
     };
+    let warm_messages = Some(realistic(220));
+    let warm_gemini = Some(
+        format!(
+            r#"{{"contents":[{{"role":"user","parts":[{{"text":"{}"}}]}}]}}"#,
+            "lorem ipsum ".repeat(9_000)
+        )
+        .into_bytes(),
+    );
     let chat_ok = http_answer(200, "application/json", CHAT_ANSWER.as_bytes());
     let converse = with_flood(
         r#"{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}"#,
@@ -204,9 +218,10 @@ fn cases() -> Vec<Case> {
             name: "request-8mb-realistic",
             path: "messages->chat",
             route: "/v1/messages".into(),
-            body: realistic,
+            body: realistic(17_000),
             answer: chat_ok.clone(),
             measures_request: true,
+            warmup: warm_messages.clone(),
             answer_body_len: 0,
         },
         Case {
@@ -216,6 +231,7 @@ fn cases() -> Vec<Case> {
             body: with_flood(small_messages, "metadata_flood", 8 * MB).into_bytes(),
             answer: chat_ok.clone(),
             measures_request: true,
+            warmup: warm_messages,
             answer_body_len: 0,
         },
         Case {
@@ -225,6 +241,7 @@ fn cases() -> Vec<Case> {
             body: gemini_request.into_bytes(),
             answer: chat_ok,
             measures_request: true,
+            warmup: warm_gemini,
             answer_body_len: 0,
         },
         Case {
@@ -235,6 +252,7 @@ fn cases() -> Vec<Case> {
             answer_body_len: converse.len(),
             answer: http_answer(200, "application/json", converse.as_bytes()),
             measures_request: false,
+            warmup: None,
         },
         Case {
             name: "event-2mb-eventstream-frame",
@@ -244,6 +262,7 @@ fn cases() -> Vec<Case> {
             answer_body_len: frame_len,
             answer: http_answer(200, "application/vnd.amazon.eventstream", &frame),
             measures_request: false,
+            warmup: None,
         },
         Case {
             name: "error-2mb-translated",
@@ -253,6 +272,7 @@ fn cases() -> Vec<Case> {
             answer_body_len: error.len(),
             answer: http_answer(400, "application/json", error.as_bytes()),
             measures_request: false,
+            warmup: None,
         },
         Case {
             name: "answer-1.8mb-gemini-parts-flood",
@@ -262,6 +282,7 @@ fn cases() -> Vec<Case> {
             answer_body_len: parts.len(),
             answer: http_answer(200, "application/json", parts.as_bytes()),
             measures_request: false,
+            warmup: None,
         },
     ]
 }
@@ -381,8 +402,17 @@ async fn run_case(opts: &MemoryOptions, case: &Case) -> Result<CaseResult, Bench
             .map(|(_, hwm)| hwm)
             .ok_or_else(|| BenchError::Failed(format!("/proc/{}/status unreadable", gw.pid())))
     };
-    let before = hwm(&gw)?;
     let addr = gw.base_url().trim_start_matches("http://").to_owned();
+    if let Some(warmup) = &case.warmup {
+        let status = send(&addr, &case.route, warmup)
+            .await
+            .map_err(io(format!("warming case {}", case.name)))?;
+        if status != 200 {
+            let why = format!("case {}: its warm-up request got {status}", case.name);
+            return Err(BenchError::Failed(why));
+        }
+    }
+    let before = hwm(&gw)?;
     let status = send(&addr, &case.route, &case.body)
         .await
         .map_err(io(format!("sending case {}", case.name)))?;
@@ -436,7 +466,8 @@ pub async fn run(opts: &MemoryOptions) -> Result<MemoryReport, BenchError> {
 
 pub fn markdown(r: &MemoryReport) -> String {
     let mut s = format!(
-        "Peak RSS growth per request (VmHWM after - before, a fresh gateway per case), `{}`:\n\n\
+        "Peak RSS growth per request (VmHWM after - before, a fresh gateway per case; a request case \
+         after one ~100 KB warm-up request on its route), `{}`:\n\n\
          | case | path | bytes read | status | RSS growth | growth / bytes | verdict (<= {:.1}x) |\n\
          | --- | --- | ---: | ---: | ---: | ---: | --- |\n",
         r.binary, r.target
