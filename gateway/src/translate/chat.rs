@@ -3,15 +3,17 @@
 
 use serde_json::{json, Map, Value};
 
+use super::errors::{TranslateError, UpstreamShapeError};
+use super::field::{
+    array, boolean, count, invalid, is_inert, need, number, object, string, strings, At,
+};
 use super::hub::{
     Cache, CacheAt, Effort, Image, Message, Output, Part, Reasoning, Request, Response,
     ResponseFormat, Role, StopReason, Tool, ToolChoice, Usage,
 };
-use super::json::{
-    array, boolean, count, invalid, is_inert, need, number, object, string, strings, At,
-};
 use super::policy::Verdicts;
-use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
+use super::target::TargetInfo;
+use super::{walk, wire};
 use std::borrow::Cow;
 
 /// Hints: they tune storage, billing or routing on OpenAI's side and cannot change the
@@ -711,7 +713,7 @@ pub(crate) fn encode_response(r: &Response) -> Vec<u8> {
     let out = wire::ChatCompletionOut {
         id: &r.id,
         object: "chat.completion",
-        created: super::now_secs(),
+        created: super::hub::now_secs(),
         model: &r.model,
         choices: [wire::ChatChoiceOut {
             index: 0,

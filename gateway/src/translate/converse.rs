@@ -6,9 +6,10 @@
 
 use serde_json::{json, Map, Value};
 
+use super::errors::{TranslateError, UpstreamShapeError};
+use super::field::{invalid, push_turn, tool_call_input};
 use super::hub::{Image, Output, Part, Request, Response, Role, StopReason, ToolChoice, Usage};
-use super::json::{invalid, push_turn, tool_call_input};
-use super::{TargetInfo, TranslateError, UpstreamShapeError};
+use super::target::TargetInfo;
 
 /// Whether `model` (an id, an inference profile or an ARN) is one of Anthropic's, which
 /// take `top_k` through `additionalModelRequestFields`.

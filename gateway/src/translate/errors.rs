@@ -1,5 +1,8 @@
-//! Upstream error answers re-rendered in the client's envelope, status kept: an SDK reads
-//! its own envelope only, and picks its exception (and retry policy) by status.
+//! The translation's errors, in one home: a client request that cannot be translated
+//! ([`TranslateError`], a 400 or 413, naming every refused field), an upstream answer that
+//! cannot ([`UpstreamShapeError`], a 502), and the upstream's own error answers re-rendered
+//! in the client's envelope, status kept ([`translate`]: an SDK reads its own envelope only,
+//! and picks its exception and retry policy by status).
 
 use std::borrow::Cow;
 
@@ -8,7 +11,106 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use super::json::budget::OverBudget;
 use crate::dialect::{Dialect, Envelope};
+
+/// A client request that cannot be translated: answered with a 400 in the client's dialect.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TranslateError {
+    /// Fields with no equivalent in the target's API: dropping them would change the
+    /// answer. Every one the request holds, each with its path.
+    #[error("{}", describe(fields, upstream))]
+    Unsupported {
+        fields: Vec<Refusal>,
+        upstream: &'static str,
+    },
+    /// A field of the wrong shape (the upstream would have refused it too).
+    #[error("`{field}`: {why}")]
+    Invalid { field: String, why: String },
+    /// A document in the body over its node budget ([`super::json::budget`]): a 413, refused before
+    /// its tree was built.
+    #[error("the request is too large to translate: {0}")]
+    TooLarge(OverBudget),
+}
+
+impl TranslateError {
+    /// Whether this is a 413 ([`TranslateError::TooLarge`]) rather than a 400.
+    pub(crate) fn too_large(&self) -> bool {
+        matches!(self, TranslateError::TooLarge(_))
+    }
+}
+
+/// An upstream answer that does not have the shape its dialect promises: a 502.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the upstream answer could not be translated: {0}")]
+pub(crate) struct UpstreamShapeError(pub String);
+
+/// A field that cannot be translated, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) field: String,
+    pub(crate) why: String,
+}
+
+/// The refusal text: one field as before, several as one list, each with its path.
+pub(crate) fn describe(fields: &[Refusal], upstream: &str) -> String {
+    match fields {
+        [one] => format!(
+            "`{}` is not supported by this model's upstream ({upstream} API): {}",
+            one.field, one.why
+        ),
+        _ => {
+            let list: Vec<String> = fields
+                .iter()
+                .map(|r| format!("`{}` ({})", r.field, r.why))
+                .collect();
+            format!(
+                "{} fields are not supported by this model's upstream ({upstream} API): {}",
+                fields.len(),
+                list.join("; ")
+            )
+        }
+    }
+}
+
+/// Converse has no route: no client request is in it (kept an error, never a panic).
+pub(super) fn not_a_client() -> TranslateError {
+    TranslateError::Invalid {
+        field: "body".into(),
+        why: "no client speaks AWS Converse".into(),
+    }
+}
+
+/// The 400 for a body that is not JSON, with serde_json's reason.
+pub(super) fn not_json(e: Option<serde_json::Error>) -> TranslateError {
+    TranslateError::Invalid {
+        field: "body".into(),
+        why: match e {
+            Some(e) => format!("not valid JSON ({e})"),
+            None => "not valid JSON".into(),
+        },
+    }
+}
+
+/// The 502 for an upstream document (`what`: answer, event, arguments) over its node budget,
+/// naming the upstream's API.
+pub(crate) fn over_budget(upstream: Dialect, what: &str, e: OverBudget) -> UpstreamShapeError {
+    UpstreamShapeError(format!(
+        "the {} upstream's {what} is refused unread: {e}",
+        api_name(upstream)
+    ))
+}
+
+/// The API name used in refusals.
+pub(super) const fn api_name(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Chat => "OpenAI chat completions",
+        Dialect::Messages => "Anthropic messages",
+        Dialect::Responses => "OpenAI responses",
+        Dialect::Gemini => "Google Gemini",
+        Dialect::Converse => "AWS Bedrock Converse",
+    }
+}
 
 /// The members of an error envelope (or of its `error` object) that are read: borrowed as
 /// raw text, every other member skipped unbuilt, so that a hostile body costs no tree (a

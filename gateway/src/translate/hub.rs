@@ -1,7 +1,7 @@
 //! The hub representation every dialect is decoded into and encoded from: one pair of
 //! mappings per dialect instead of one per pair of dialects.
 //!
-//! It holds exactly what the three dialects share; what one dialect has and the hub does
+//! It holds exactly what the dialects share; what one dialect has and the hub does
 //! not is refused by that dialect's decoder (see TRANSLATION.md), never dropped here. One
 //! exception: prompt-cache breakpoints ([`Cache`]), carried for the targets that take them
 //! and dropped, as hints, by the encoders of those that do not.
@@ -423,6 +423,13 @@ pub(crate) enum Event {
     },
     /// The answer is complete.
     End,
+}
+
+/// Seconds since the Unix epoch, for `created` fields.
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -3,16 +3,18 @@
 
 use serde_json::{json, Map, Value};
 
+use super::errors::{TranslateError, UpstreamShapeError};
+use super::field::{
+    array, boolean, count, invalid, is_inert, need, need_mut, number, object, push_turn, string,
+    strings, tool_call_input,
+};
 use super::hub::{
     CacheAt, Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat,
     Role, StopReason, Tool, ToolChoice, Usage,
 };
-use super::json::{
-    array, boolean, count, invalid, is_inert, need, need_mut, number, object, push_turn, string,
-    strings, tool_call_input,
-};
 use super::policy::Verdicts;
-use super::{walk, wire, TargetInfo, TranslateError, UpstreamShapeError};
+use super::target::TargetInfo;
+use super::{walk, wire};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 

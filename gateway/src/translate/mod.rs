@@ -17,6 +17,7 @@
 pub(crate) mod chat;
 pub(crate) mod converse;
 pub(crate) mod errors;
+mod field;
 pub(crate) mod gemini;
 pub(crate) mod hub;
 pub(crate) mod json;
@@ -24,57 +25,16 @@ pub(crate) mod messages;
 pub(crate) mod policy;
 pub(crate) mod responses;
 pub(crate) mod stream;
+mod target;
 mod walk;
 pub(crate) mod wire;
 
 use bytes::Bytes;
 
 use crate::dialect::Dialect;
-use crate::dialect::Provider;
-
-/// A client request that cannot be translated: answered with a 400 in the client's dialect.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TranslateError {
-    /// Fields with no equivalent in the target's API: dropping them would change the
-    /// answer. Every one the request holds, each with its path.
-    #[error("{}", policy::describe(fields, upstream))]
-    Unsupported {
-        fields: Vec<policy::Refusal>,
-        upstream: &'static str,
-    },
-    /// A field of the wrong shape (the upstream would have refused it too).
-    #[error("`{field}`: {why}")]
-    Invalid { field: String, why: String },
-    /// A document in the body over its node budget ([`json::budget`]): a 413, refused before
-    /// its tree was built.
-    #[error("the request is too large to translate: {0}")]
-    TooLarge(json::budget::OverBudget),
-}
-
-impl TranslateError {
-    /// Whether this is a 413 ([`TranslateError::TooLarge`]) rather than a 400.
-    pub(crate) fn too_large(&self) -> bool {
-        matches!(self, TranslateError::TooLarge(_))
-    }
-}
-
-/// An upstream answer that does not have the shape its dialect promises: a 502.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the upstream answer could not be translated: {0}")]
-pub(crate) struct UpstreamShapeError(pub String);
-
-/// What a target needs to know to encode a request for its upstream.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TargetInfo<'a> {
-    pub(crate) provider: Provider,
-    /// The upstream model name.
-    pub(crate) model: &'a str,
-    /// `max_tokens` to send to Anthropic when the client sent none.
-    pub(crate) default_max_tokens: u64,
-    /// Whether the upstream model takes a reasoning effort (`reasoning = true`).
-    pub(crate) reasoning: bool,
-    pub(crate) policy: policy::Policy,
-}
+use errors::{api_name, not_a_client, not_json};
+pub(crate) use errors::{over_budget, TranslateError, UpstreamShapeError};
+pub(crate) use target::TargetInfo;
 
 /// The label naming a translation in the access log, e.g. `messages->chat`.
 pub(crate) const fn label(client: Dialect, upstream: Dialect) -> &'static str {
@@ -156,25 +116,6 @@ pub(crate) fn decode_request_value(
     }
     r.dropped = verdicts.finish(api_name(upstream))?;
     Ok(r)
-}
-
-/// Converse has no route: no client request is in it (kept an error, never a panic).
-fn not_a_client() -> TranslateError {
-    TranslateError::Invalid {
-        field: "body".into(),
-        why: "no client speaks AWS Converse".into(),
-    }
-}
-
-/// The 400 for a body that is not JSON, with serde_json's reason.
-fn not_json(e: Option<serde_json::Error>) -> TranslateError {
-    TranslateError::Invalid {
-        field: "body".into(),
-        why: match e {
-            Some(e) => format!("not valid JSON ({e})"),
-            None => "not valid JSON".into(),
-        },
-    }
 }
 
 /// The reasoning fields of `req` are dropped (or, strict, refused) for a target that takes
@@ -317,30 +258,6 @@ pub(crate) fn translate_response_of(
     Ok((Bytes::from(out), resp.usage))
 }
 
-/// The API name used in refusals.
-/// The 502 for an upstream document (`what`: answer, event, arguments) over its node budget,
-/// naming the upstream's API.
-pub(crate) fn over_budget(
-    upstream: Dialect,
-    what: &str,
-    e: json::budget::OverBudget,
-) -> UpstreamShapeError {
-    UpstreamShapeError(format!(
-        "the {} upstream's {what} is refused unread: {e}",
-        api_name(upstream)
-    ))
-}
-
-const fn api_name(d: Dialect) -> &'static str {
-    match d {
-        Dialect::Chat => "OpenAI chat completions",
-        Dialect::Messages => "Anthropic messages",
-        Dialect::Responses => "OpenAI responses",
-        Dialect::Gemini => "Google Gemini",
-        Dialect::Converse => "AWS Bedrock Converse",
-    }
-}
-
 /// What Converse has no place for: one tool call per turn, JSON output, images by URL,
 /// reasoning control (not mapped yet), and `top_k` outside Anthropic's models. Whether an
 /// image was refused (the body is then not encoded).
@@ -376,11 +293,4 @@ fn converse_verdicts(
         );
     }
     refused
-}
-
-/// Seconds since the Unix epoch, for `created` fields.
-pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

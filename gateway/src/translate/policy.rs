@@ -11,7 +11,7 @@
 //!   session, or ask for something no translated answer carries: dropped by default, refused
 //!   under `strict` (the behaviour before this policy existed, for operators who want it).
 
-use super::TranslateError;
+use super::errors::{Refusal, TranslateError};
 
 /// Per-model translation switches (`[translation]`, overridable per model).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,13 +30,6 @@ pub(crate) enum BuiltinTools {
     Refuse,
     /// Removed from the request, listed as dropped (the model simply cannot call them).
     Drop,
-}
-
-/// A field that cannot be translated, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    pub(crate) field: String,
-    pub(crate) why: String,
 }
 
 /// The verdicts of one request's decoding (and of its encoding for one target).
@@ -136,30 +129,10 @@ fn generalize(path: &str) -> String {
     out
 }
 
-/// The refusal text: one field as before, several as one list, each with its path.
-pub(crate) fn describe(fields: &[Refusal], upstream: &str) -> String {
-    match fields {
-        [one] => format!(
-            "`{}` is not supported by this model's upstream ({upstream} API): {}",
-            one.field, one.why
-        ),
-        _ => {
-            let list: Vec<String> = fields
-                .iter()
-                .map(|r| format!("`{}` ({})", r.field, r.why))
-                .collect();
-            format!(
-                "{} fields are not supported by this model's upstream ({upstream} API): {}",
-                fields.len(),
-                list.join("; ")
-            )
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::errors::describe;
 
     #[test]
     fn drops_are_listed_once_by_field() {

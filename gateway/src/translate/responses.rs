@@ -3,13 +3,14 @@
 
 use serde_json::{json, Map, Value};
 
+use super::errors::TranslateError;
+use super::field::{array, boolean, count, invalid, is_inert, need, number, object, string};
 use super::hub::{
     ClientView, Effort, Image, Message, Output, Part, Reasoning, Request, Response, Role,
     StopReason, Tool, ToolChoice, ToolKind, Usage, CUSTOM_INPUT,
 };
-use super::json::{array, boolean, count, invalid, is_inert, need, number, object, string};
 use super::policy::Verdicts;
-use super::{walk, TranslateError};
+use super::walk;
 
 /// Hints: storage and billing that cannot change the answer (nothing is stored by a
 /// translated request, which is why `previous_response_id` is refused); dropped.
@@ -588,7 +589,7 @@ pub(crate) fn encode_response(r: &Response, view: &ClientView) -> Value {
     response_object(
         &response_id(&r.id),
         &r.model,
-        super::now_secs(),
+        super::hub::now_secs(),
         output,
         Some((r.stop, &r.usage)),
         view,

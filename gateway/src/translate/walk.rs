@@ -3,9 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
+use super::errors::TranslateError;
+use super::field::{array, object};
 use super::hub::{Request, Tool};
-use super::json::{array, object};
-use super::TranslateError;
 
 /// Decodes a request body: an object whose fields go to `field` one at a time, except
 /// nulls (absent, in all three APIs) and `model` (the gateway chose the upstream's).
@@ -18,7 +18,7 @@ pub(super) fn request(
 ) -> Result<Request, TranslateError> {
     let o = v
         .as_object_mut()
-        .ok_or_else(|| super::json::invalid("body", "must be an object"))?;
+        .ok_or_else(|| super::field::invalid("body", "must be an object"))?;
     let mut r = Request::default();
     for (key, val) in o {
         if val.is_null() || key == "model" {

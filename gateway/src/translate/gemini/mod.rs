@@ -15,13 +15,15 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::errors::{TranslateError, UpstreamShapeError};
+use super::field::{array, count, invalid, is_inert, need, number, object, string, strings};
 use super::hub::{
     Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat, Role,
     StopReason, Tool, ToolChoice, Usage,
 };
-use super::json::{array, count, invalid, is_inert, need, number, object, string, strings};
 use super::policy::Verdicts;
-use super::{walk, TargetInfo, TranslateError, UpstreamShapeError};
+use super::target::TargetInfo;
+use super::walk;
 
 /// Google's tools that run on Google's side: nothing equivalent on another provider.
 const BUILTIN_TOOLS: [&str; 9] = [
@@ -837,7 +839,10 @@ pub(crate) fn call(
         .ok_or_else(|| UpstreamShapeError("a functionCall has no `name`".into()))?;
     let id: Cow<'_, str> = match f.id.filter(|i| !i.is_empty()) {
         Some(id) => id,
-        None => Cow::Owned(format!("call_{}_{position}", crate::translate::now_secs())),
+        None => Cow::Owned(format!(
+            "call_{}_{position}",
+            crate::translate::hub::now_secs()
+        )),
     };
     let arguments = f
         .args

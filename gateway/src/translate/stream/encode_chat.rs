@@ -88,7 +88,7 @@ impl ChatEncoder {
             include_usage,
             id: String::new(),
             model: String::new(),
-            created: crate::translate::now_secs(),
+            created: crate::translate::hub::now_secs(),
             started: false,
             tools: 0,
             stop: None,

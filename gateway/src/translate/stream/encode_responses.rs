@@ -190,7 +190,7 @@ impl ResponsesEncoder {
         self.started = true;
         self.upstream_id = id.to_owned();
         self.model = model.to_owned();
-        self.created = crate::translate::now_secs();
+        self.created = crate::translate::hub::now_secs();
         let resp = response_object(
             &response_id(id),
             model,

@@ -5,6 +5,10 @@
 
 mod chat_chunk;
 mod decode;
+mod decode_chat;
+mod decode_converse;
+mod decode_gemini;
+mod decode_messages;
 mod encode_chat;
 mod encode_gemini;
 mod encode_messages;
@@ -12,10 +16,13 @@ mod encode_responses;
 pub(crate) mod eventstream;
 
 use crate::dialect::Dialect;
-use crate::sse::SseParser;
+use crate::sse::{SseEvent, SseParser};
 
 use super::hub::{self, ClientView, Event, Usage};
-use decode::Decoder;
+use decode_chat::ChatDecoder;
+use decode_converse::ConverseDecoder;
+use decode_gemini::GeminiDecoder;
+use decode_messages::MessagesDecoder;
 use encode_chat::ChatEncoder;
 use encode_gemini::GeminiEncoder;
 use encode_messages::MessagesEncoder;
@@ -96,6 +103,66 @@ impl Framing {
     }
 }
 
+/// The upstream's stream decoder, one per upstream API (each in its own file).
+pub(crate) enum Decoder {
+    Chat(ChatDecoder),
+    Messages(MessagesDecoder),
+    Gemini(GeminiDecoder),
+    Converse(ConverseDecoder),
+}
+
+impl Decoder {
+    pub(crate) fn new(upstream: Dialect) -> Decoder {
+        match upstream {
+            Dialect::Messages => Decoder::Messages(MessagesDecoder::default()),
+            Dialect::Gemini => Decoder::Gemini(GeminiDecoder::default()),
+            Dialect::Converse => Decoder::Converse(ConverseDecoder::default()),
+            // No provider streams Responses to a translated client.
+            Dialect::Chat | Dialect::Responses => Decoder::Chat(ChatDecoder::default()),
+        }
+    }
+
+    /// The upstream API this decoder reads.
+    pub(crate) fn upstream(&self) -> Dialect {
+        match self {
+            Decoder::Chat(_) => Dialect::Chat,
+            Decoder::Messages(_) => Dialect::Messages,
+            Decoder::Gemini(_) => Dialect::Gemini,
+            Decoder::Converse(_) => Dialect::Converse,
+        }
+    }
+
+    /// Decodes one event (within its node budget: the translator checks that first).
+    pub(crate) fn decode(&mut self, ev: &SseEvent<'_>, out: &mut Vec<Event>) {
+        match self {
+            Decoder::Chat(d) => d.decode(ev, out),
+            Decoder::Messages(d) => d.decode(ev, out),
+            Decoder::Gemini(d) => d.decode(ev, out),
+            Decoder::Converse(d) => d.decode(ev, out),
+        }
+    }
+
+    /// The model an answer names when its upstream names none (Converse).
+    pub(crate) fn set_model(&mut self, model: &str) {
+        if let Decoder::Converse(d) = self {
+            model.clone_into(&mut d.model);
+        }
+    }
+
+    /// Whether the answer is complete although its terminator never came.
+    pub(crate) fn complete_without_terminator(&self) -> bool {
+        match self {
+            // Some compatible servers end after the finish (and usage) chunk without [DONE].
+            Decoder::Chat(d) => d.stopped,
+            Decoder::Messages(_) => false,
+            // Gemini streams have no terminator: the chunk with a finishReason is the end.
+            Decoder::Gemini(d) => d.stopped,
+            // Usage (`metadata`) follows `messageStop`: an answer cut between them is whole.
+            Decoder::Converse(d) => d.stopped,
+        }
+    }
+}
+
 /// One stream's translator: upstream bytes in, client bytes out.
 pub(crate) struct Translator {
     parser: Framing,
@@ -169,7 +236,7 @@ impl Translator {
             match crate::translate::json::budget::check(ev.data) {
                 Ok(()) => decoder.decode(&ev, pending),
                 Err(e) => {
-                    let why = crate::translate::over_budget(decoder.upstream(), "event", e);
+                    let why = crate::translate::errors::over_budget(decoder.upstream(), "event", e);
                     *over_budget = Some(why.0);
                 }
             }
