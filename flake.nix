@@ -1,5 +1,5 @@
 {
-  description = "A fast three-dialect AI gateway, PGO + BOLT optimized by a chain of derivations";
+  description = "A fast multi-dialect AI gateway, PGO + BOLT optimized by a chain of derivations";
 
   inputs = {
     nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::Parser;
 
 #[derive(Debug, Parser)]
-#[command(name = "gateway", version, about = "A fast three-dialect AI gateway")]
+#[command(
+    name = "gateway",
+    version,
+    about = "A fast multi-dialect AI gateway (OpenAI, Anthropic, Gemini)"
+)]
 pub(crate) struct Cli {
     /// The TOML config file.
     #[arg(long, short = 'c', value_name = "FILE")]

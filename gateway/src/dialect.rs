@@ -223,6 +223,36 @@ pub(crate) fn gemini_call(path: &str, query: Option<&str>) -> Option<GeminiCall>
 mod tests {
     use super::*;
 
+    /// TRANSLATION.md's matrix is what the code does: a row for every provider a config
+    /// accepts, a column for every client route ([`Dialect::ALL`]'s order).
+    #[test]
+    fn the_translation_matrix_is_the_code() {
+        let doc = include_str!("../../TRANSLATION.md");
+        let rows: Vec<Vec<&str>> = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("| provider \\ client route"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect();
+        let named: Vec<&str> = rows.iter().map(|r| r[0].trim_matches('`')).collect();
+        let all: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
+        assert_eq!(named, all, "one row per provider, in Provider::ALL's order");
+        for (row, provider) in rows.iter().zip(Provider::ALL) {
+            for (cell, client) in row[1..].iter().zip(Dialect::ALL) {
+                let want = match client.upstream_for(provider) {
+                    u if u == client => "passthrough",
+                    Dialect::Chat => "translated to chat",
+                    Dialect::Messages => "translated to messages",
+                    Dialect::Gemini => "translated to Gemini",
+                    Dialect::Converse => "translated to Converse",
+                    Dialect::Responses => "translated to responses",
+                };
+                assert_eq!(*cell, want, "{} from {client:?}", provider.name());
+            }
+        }
+    }
+
     #[test]
     fn every_provider_serves_every_dialect() {
         use Dialect::*;

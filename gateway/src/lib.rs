@@ -1,5 +1,7 @@
-//! A fast three-dialect AI gateway: OpenAI chat completions, Anthropic messages and OpenAI
-//! responses, streaming and not, with auth, rate limits and metrics.
+//! A fast multi-dialect AI gateway: clients speak OpenAI chat completions, OpenAI responses,
+//! Anthropic messages or Google Gemini, streaming and not, to any configured provider's
+//! targets (passed through, or translated by `translate`), with auth, rate limits and
+//! metrics.
 //!
 //! Request path: `server` (accept, connections, shutdown) -> `routes` (path dispatch) ->
 //! `proxy` (auth, body head, limits, failover, passthrough) -> `settle` (metrics, access

@@ -1,4 +1,5 @@
-//! Token usage, read from non-streaming bodies and from stream events of all three dialects.
+//! Token usage, read from non-streaming bodies and from stream events of the dialects that
+//! name it `usage` (chat, responses, messages; Gemini's `usageMetadata` is [`GeminiUsage`]).
 //!
 //! Parsing is narrow: only `usage` objects are deserialized; every other field is skipped
 //! by serde without building a tree.
@@ -94,8 +95,8 @@ enum Tail {
     Unproven,
 }
 
-/// All three dialects put `usage` among the last members of the body, after the content
-/// that makes up most of its bytes. So the last `"usage"` key is read where it stands, and
+/// The three dialects that name it put `usage` among the last members of the body, after the
+/// content that makes up most of its bytes. So the last `"usage"` key is read where it stands, and
 /// only what follows it is checked: when that closes the object holding the key and nothing
 /// but whitespace follows, the object was the root. Anything else (a nested `usage`, a key
 /// whose quote is escaped, no literal key in a body with `\u` escapes, a long tail) is left

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Stage step: the cargo invocation of every chain build, whatever the builder. crane's
-# buildPhaseCargoCommand (nix/crane.nix) runs it inside the Nix build, scripts/cargo-stage.sh
+# buildPhaseCargoCommand (nix/lib/builder.nix) runs it inside the Nix build, scripts/cargo-stage.sh
 # outside Nix. It keeps cargo's two streams apart, in files that later steps read:
 #   - stdout, cargo's JSON messages: crane installs the binaries named there
 #     (installFromCargoBuildLog), scripts/cargo-stage.sh finds the binary with it;

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Stage step of a profile-use build (deps and binary alike): stage the profile at one fixed
 # path inside the build and print the RUSTFLAGS that use it. The builder runs it before the
-# first phase that may run cargo (nix/crane.nix: preUnpack) and exports what it prints, so no
+# first phase that may run cargo (nix/lib/builder.nix: preUnpack) and exports what it prints, so no
 # process of the build ever sees the `@pgoProfile@` token: crane's own hooks run cargo too
 # (installFromCargoBuildLog runs `cargo metadata`, which asks rustc for target information
 # with the exported RUSTFLAGS; a token there fails the build after cargo built it).

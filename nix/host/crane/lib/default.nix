@@ -1,5 +1,5 @@
-# A crane stand-in that builds: the subset of crane's API that nix/crane.nix calls, with
-# crane's build-time behaviour, so CI runs nix/crane.nix's own shell (crane itself cannot be
+# A crane stand-in that builds: the subset of crane's API that nix/lib/builder.nix calls, with
+# crane's build-time behaviour, so CI runs nix/lib/builder.nix's own shell (crane itself cannot be
 # fetched here). Every command its hooks and phases run is the command crane runs at the pinned
 # revision (2c71e19), same program and arguments: docs/testing.md "The crane stand-in" lists
 # each with both files and lines (tier a checks ours, `scripts/test.sh crane-real` crane's),
