@@ -5,7 +5,8 @@
 # Applied to the flake's crane and fenix inputs; then called with the arguments documented
 # once, in docs/chain.md "Arguments" (pkgs, src and workload required; binName defaults to
 # this repository's "gateway"). Of those, pkgs, version, craneLib and toolchain are taken
-# here; src goes to the builder and to ./chain.nix's preflight; every other goes to ./chain.nix as given.
+# here; src goes to the builder and to ./chain.nix's preflight; every other goes to
+# ./chain.nix as given.
 #
 # Returns <binName>, <binName>-instrumented, -profile, -pgo-build, -pgo, -bolt-profile,
 # -pgo-bolt and checks.{pgo-proof,closure} (+ checks.holdout when holdoutGate is given).
