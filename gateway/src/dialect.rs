@@ -32,13 +32,17 @@ pub(crate) enum Provider {
     #[serde(rename = "vertex-anthropic")]
     VertexAnthropic,
     /// AWS Bedrock's Converse API (`/model/{id}/converse`, `/converse-stream`), SigV4 or a
-    /// Bedrock API key: every client dialect is translated ([`Dialect::Converse`]).
+    /// Bedrock API key: every client dialect is translated ([`Upstream::Converse`]).
+    /// The last: see [`Provider::COUNT`].
     #[serde(rename = "bedrock")]
     Bedrock,
 }
 
 impl Provider {
-    pub(crate) const ALL: [Provider; 8] = [
+    /// How many providers there are (the last variant's index + 1).
+    pub(crate) const COUNT: usize = Provider::Bedrock as usize + 1;
+
+    pub(crate) const ALL: [Provider; Provider::COUNT] = [
         Provider::Openai,
         Provider::Anthropic,
         Provider::OpenaiCompatible,
@@ -85,10 +89,22 @@ pub(crate) enum Dialect {
     /// OpenAI `POST /v1/responses`.
     Responses,
     /// Google's `POST /v1beta/models/{model}:generateContent` (and `:streamGenerateContent`,
-    /// `:countTokens`; `/v1` too): the model is in the path, not the body.
+    /// `:countTokens`; `/v1` too): the model is in the path, not the body. The last: see
+    /// [`Dialect::COUNT`].
     Gemini,
-    /// AWS Bedrock's Converse: upstream only (no route, not in [`Dialect::ALL`]); every
-    /// client dialect is translated to it for [`Provider::Bedrock`].
+}
+
+/// The API a target's requests go upstream in: the client's own dialect passed through, or
+/// the one they are translated to (`Dialect::upstream_for`). Converse is upstream only: no
+/// route speaks it, so it is no [`Dialect`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Upstream {
+    Chat,
+    Messages,
+    Responses,
+    Gemini,
+    /// AWS Bedrock's Converse: every client dialect is translated to it for
+    /// [`Provider::Bedrock`].
     Converse,
 }
 
@@ -104,28 +120,29 @@ pub(crate) enum Envelope {
 }
 
 impl Dialect {
-    pub(crate) const ALL: [Dialect; 4] = [
+    /// How many dialects there are (the last variant's index + 1): the size of every array
+    /// indexed by [`Dialect::index`].
+    pub(crate) const COUNT: usize = Dialect::Gemini as usize + 1;
+
+    pub(crate) const ALL: [Dialect; Dialect::COUNT] = [
         Dialect::Chat,
         Dialect::Messages,
         Dialect::Responses,
         Dialect::Gemini,
     ];
 
-    /// The request path, which is also the path appended to an upstream's base URL. Gemini
-    /// paths name the model and the method: this is their common prefix.
-    pub(crate) const fn path(self) -> &'static str {
-        match self {
-            Dialect::Chat => "/v1/chat/completions",
-            Dialect::Messages => "/v1/messages",
-            Dialect::Responses => "/v1/responses",
-            Dialect::Gemini => "/v1beta/models",
-            // Never joined: a Bedrock target's URIs name the model (`crate::state`).
-            Dialect::Converse => "/model",
-        }
-    }
-
     pub(crate) const fn index(self) -> usize {
         self as usize
+    }
+
+    /// This dialect as an upstream API (a passthrough's).
+    pub(crate) const fn upstream(self) -> Upstream {
+        match self {
+            Dialect::Chat => Upstream::Chat,
+            Dialect::Messages => Upstream::Messages,
+            Dialect::Responses => Upstream::Responses,
+            Dialect::Gemini => Upstream::Gemini,
+        }
     }
 
     /// Whether an upstream of `provider` serves this dialect natively (passthrough).
@@ -144,28 +161,55 @@ impl Dialect {
         )
     }
 
-    /// The dialect a request in this dialect is sent upstream in: itself where `provider`
-    /// speaks it (passthrough), else the provider's dialect it is translated to.
-    pub(crate) const fn upstream_for(self, provider: Provider) -> Dialect {
+    /// The API a request in this dialect is sent upstream in: itself where `provider`
+    /// speaks it (passthrough), else the provider's API it is translated to.
+    pub(crate) const fn upstream_for(self, provider: Provider) -> Upstream {
         if self.served_by(provider) {
-            return self;
+            return self.upstream();
         }
         match provider {
-            Provider::Anthropic | Provider::VertexAnthropic => Dialect::Messages,
-            Provider::Openai | Provider::OpenaiCompatible | Provider::AzureOpenai => Dialect::Chat,
-            Provider::Gemini | Provider::Vertex => Dialect::Gemini,
-            Provider::Bedrock => Dialect::Converse,
+            Provider::Anthropic | Provider::VertexAnthropic => Upstream::Messages,
+            Provider::Openai | Provider::OpenaiCompatible | Provider::AzureOpenai => Upstream::Chat,
+            Provider::Gemini | Provider::Vertex => Upstream::Gemini,
+            Provider::Bedrock => Upstream::Converse,
         }
     }
 
     /// The envelope errors use.
     pub(crate) const fn envelope(self) -> Envelope {
+        self.upstream().envelope()
+    }
+}
+
+impl Upstream {
+    /// The path appended to an upstream's base URL, a client dialect's request path too.
+    /// Gemini paths name the model and the method: this is their common prefix.
+    pub(crate) const fn path(self) -> &'static str {
         match self {
-            Dialect::Messages => Envelope::Anthropic,
-            Dialect::Gemini => Envelope::Google,
-            // Never a client's: Bedrock's own errors are `{"message"}` (no type).
-            Dialect::Chat | Dialect::Responses | Dialect::Converse => Envelope::Openai,
+            Upstream::Chat => "/v1/chat/completions",
+            Upstream::Messages => "/v1/messages",
+            Upstream::Responses => "/v1/responses",
+            Upstream::Gemini => "/v1beta/models",
+            // Never joined: a Bedrock target's URIs name the model (`crate::state`).
+            Upstream::Converse => "/model",
         }
+    }
+
+    /// The envelope of the upstream's errors.
+    pub(crate) const fn envelope(self) -> Envelope {
+        match self {
+            Upstream::Messages => Envelope::Anthropic,
+            Upstream::Gemini => Envelope::Google,
+            // Bedrock's own errors are `{"message"}` (no type).
+            Upstream::Chat | Upstream::Responses | Upstream::Converse => Envelope::Openai,
+        }
+    }
+}
+
+/// Whether the upstream is the client's own dialect: a passthrough.
+impl PartialEq<Dialect> for Upstream {
+    fn eq(&self, client: &Dialect) -> bool {
+        *self == client.upstream()
     }
 }
 
@@ -223,6 +267,17 @@ pub(crate) fn gemini_call(path: &str, query: Option<&str>) -> Option<GeminiCall>
 mod tests {
     use super::*;
 
+    /// The arrays sized from the enums list each variant once, in index order.
+    #[test]
+    fn every_variant_is_listed_once() {
+        for (i, d) in Dialect::ALL.into_iter().enumerate() {
+            assert_eq!(d.index(), i);
+        }
+        for (i, p) in Provider::ALL.into_iter().enumerate() {
+            assert_eq!(p as usize, i);
+        }
+    }
+
     /// TRANSLATION.md's matrix is what the code does: a row for every provider a config
     /// accepts, a column for every client route ([`Dialect::ALL`]'s order).
     #[test]
@@ -242,11 +297,11 @@ mod tests {
             for (cell, client) in row[1..].iter().zip(Dialect::ALL) {
                 let want = match client.upstream_for(provider) {
                     u if u == client => "passthrough",
-                    Dialect::Chat => "translated to chat",
-                    Dialect::Messages => "translated to messages",
-                    Dialect::Gemini => "translated to Gemini",
-                    Dialect::Converse => "translated to Converse",
-                    Dialect::Responses => "translated to responses",
+                    Upstream::Chat => "translated to chat",
+                    Upstream::Messages => "translated to messages",
+                    Upstream::Gemini => "translated to Gemini",
+                    Upstream::Converse => "translated to Converse",
+                    Upstream::Responses => "translated to responses",
                 };
                 assert_eq!(*cell, want, "{} from {client:?}", provider.name());
             }
@@ -256,39 +311,40 @@ mod tests {
     #[test]
     fn every_provider_serves_every_dialect() {
         use Dialect::*;
+        use Upstream as U;
         let cases = [
-            (Chat, Provider::Openai, Chat),
-            (Responses, Provider::Openai, Responses),
-            (Messages, Provider::Openai, Chat),
-            (Chat, Provider::Anthropic, Messages),
-            (Responses, Provider::Anthropic, Messages),
-            (Messages, Provider::Anthropic, Messages),
-            (Chat, Provider::OpenaiCompatible, Chat),
-            (Messages, Provider::OpenaiCompatible, Chat),
-            (Responses, Provider::OpenaiCompatible, Chat),
-            (Gemini, Provider::Gemini, Gemini),
-            (Gemini, Provider::Openai, Chat),
-            (Gemini, Provider::Anthropic, Messages),
-            (Gemini, Provider::OpenaiCompatible, Chat),
-            (Chat, Provider::Gemini, Gemini),
-            (Messages, Provider::Gemini, Gemini),
-            (Responses, Provider::Gemini, Gemini),
-            (Chat, Provider::AzureOpenai, Chat),
-            (Responses, Provider::AzureOpenai, Responses),
-            (Messages, Provider::AzureOpenai, Chat),
-            (Gemini, Provider::AzureOpenai, Chat),
-            (Gemini, Provider::Vertex, Gemini),
-            (Chat, Provider::Vertex, Gemini),
-            (Messages, Provider::Vertex, Gemini),
-            (Responses, Provider::Vertex, Gemini),
-            (Messages, Provider::VertexAnthropic, Messages),
-            (Chat, Provider::VertexAnthropic, Messages),
-            (Responses, Provider::VertexAnthropic, Messages),
-            (Gemini, Provider::VertexAnthropic, Messages),
-            (Chat, Provider::Bedrock, Converse),
-            (Messages, Provider::Bedrock, Converse),
-            (Responses, Provider::Bedrock, Converse),
-            (Gemini, Provider::Bedrock, Converse),
+            (Chat, Provider::Openai, U::Chat),
+            (Responses, Provider::Openai, U::Responses),
+            (Messages, Provider::Openai, U::Chat),
+            (Chat, Provider::Anthropic, U::Messages),
+            (Responses, Provider::Anthropic, U::Messages),
+            (Messages, Provider::Anthropic, U::Messages),
+            (Chat, Provider::OpenaiCompatible, U::Chat),
+            (Messages, Provider::OpenaiCompatible, U::Chat),
+            (Responses, Provider::OpenaiCompatible, U::Chat),
+            (Gemini, Provider::Gemini, U::Gemini),
+            (Gemini, Provider::Openai, U::Chat),
+            (Gemini, Provider::Anthropic, U::Messages),
+            (Gemini, Provider::OpenaiCompatible, U::Chat),
+            (Chat, Provider::Gemini, U::Gemini),
+            (Messages, Provider::Gemini, U::Gemini),
+            (Responses, Provider::Gemini, U::Gemini),
+            (Chat, Provider::AzureOpenai, U::Chat),
+            (Responses, Provider::AzureOpenai, U::Responses),
+            (Messages, Provider::AzureOpenai, U::Chat),
+            (Gemini, Provider::AzureOpenai, U::Chat),
+            (Gemini, Provider::Vertex, U::Gemini),
+            (Chat, Provider::Vertex, U::Gemini),
+            (Messages, Provider::Vertex, U::Gemini),
+            (Responses, Provider::Vertex, U::Gemini),
+            (Messages, Provider::VertexAnthropic, U::Messages),
+            (Chat, Provider::VertexAnthropic, U::Messages),
+            (Responses, Provider::VertexAnthropic, U::Messages),
+            (Gemini, Provider::VertexAnthropic, U::Messages),
+            (Chat, Provider::Bedrock, U::Converse),
+            (Messages, Provider::Bedrock, U::Converse),
+            (Responses, Provider::Bedrock, U::Converse),
+            (Gemini, Provider::Bedrock, U::Converse),
         ];
         for (client, provider, upstream) in cases {
             assert_eq!(

@@ -82,8 +82,6 @@ pub(crate) async fn route(
         (Dialect::Messages, _) => Route::Messages,
         (Dialect::Responses, _) => Route::Responses,
         (Dialect::Gemini, _) => Route::GenerateContent,
-        // No route speaks Converse (upstream only).
-        (Dialect::Converse, _) => Route::NotFound,
     };
     let id = request_id(&gw, &req);
     let mut c = Settlement::begin(gw, route, id);

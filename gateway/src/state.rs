@@ -12,7 +12,7 @@ use crate::auth::{Keys, UnsetSecret};
 use crate::buffer::BufferBudget;
 use crate::client::{self, ClientError, UpstreamClient};
 use crate::config::{self, Config};
-use crate::dialect::{Dialect, Provider};
+use crate::dialect::{Dialect, Provider, Upstream};
 use crate::headers::ForwardError;
 use crate::metrics::Metrics;
 use crate::providers::UpstreamAuth;
@@ -32,9 +32,9 @@ pub(crate) struct Target {
     /// The credential sent upstream (shared by the target's copies, one per client dialect).
     pub(crate) auth: Arc<UpstreamAuth>,
     pub(crate) provider: Provider,
-    /// The dialect this target is sent: the client's own (passthrough, the fast path) or
-    /// the provider's, the request and answer being translated (`crate::translate`).
-    pub(crate) upstream: Dialect,
+    /// The API this target is sent: the client's own (passthrough, the fast path) or the
+    /// provider's, the request and answer being translated (`crate::translate`).
+    pub(crate) upstream: Upstream,
     /// The upstream model takes a reasoning effort (`reasoning = true`).
     pub(crate) reasoning: bool,
     /// A Gemini upstream's URIs, one per method (`uri` is `generateContent`'s).
@@ -89,10 +89,10 @@ pub(crate) struct ModelEntry {
     pub(crate) limiter: Option<Limiter>,
     /// Every target, once per client dialect (indexed by `Dialect::index`), in failover
     /// order; each knows whether it passes that dialect through or translates it.
-    pub(crate) targets: [Vec<Target>; 4],
+    pub(crate) targets: [Vec<Target>; Dialect::COUNT],
     /// Per client dialect: whether any target translates it (the request is then parsed
     /// up front, so a field that cannot be translated is refused before any upstream).
-    pub(crate) translates: [bool; 4],
+    pub(crate) translates: [bool; Dialect::COUNT],
     /// `max_tokens` for an Anthropic target when a translated client sent none.
     pub(crate) default_max_tokens: u64,
     /// What translation drops or refuses for this model.
@@ -135,7 +135,7 @@ pub(crate) struct State {
     pub(crate) models: Vec<ModelEntry>,
     /// Per client dialect: whether some model translates it. Its bodies are then read whole
     /// at once (`proxy::request::parse`), the head taken from the same reading.
-    pub(crate) translating: [bool; 4],
+    pub(crate) translating: [bool; Dialect::COUNT],
     pub(crate) keys: Keys,
     /// Where the key's and model's limiters keep their buckets.
     pub(crate) limits: Limits,
@@ -182,7 +182,7 @@ impl State {
             crate::credentials::Sources::new(&client, metrics.clone(), fetch_timeout, min_lifetime);
         let mut models = Vec::with_capacity(cfg.models.len());
         for m in &cfg.models {
-            let mut targets: [Vec<Target>; 4] = Default::default();
+            let mut targets: [Vec<Target>; Dialect::COUNT] = Default::default();
             for (j, t) in m.targets.iter().enumerate() {
                 let base = UpstreamUrl::parse(&t.base_url())?;
                 let compiled = crate::credentials::compile(&m.name, j, t, &mut sources)?;

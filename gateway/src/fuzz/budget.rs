@@ -246,13 +246,13 @@ const REFUSAL: usize = 256 * 1024;
 /// megabyte.
 #[test]
 fn hostile_upstream_documents_cost_no_tree() {
-    use crate::dialect::Dialect;
+    use crate::dialect::{Dialect, Upstream};
     use crate::translate::{errors, hub, stream::Translator, translate_response_of};
     let f = flood(2_000_000);
     // A translated error body: its message kept.
     let error = format!(r#"{{"error":{{"type":"invalid_request_error","message":"no","x":{f}}}}}"#);
     let (out, peak) =
-        peak_of(|| errors::translate(Dialect::Chat, Dialect::Messages, 400, error.as_bytes()));
+        peak_of(|| errors::translate(Dialect::Chat, Upstream::Messages, 400, error.as_bytes()));
     assert!(peak < REFUSAL, "error body: {peak} bytes");
     assert!(String::from_utf8_lossy(&out).contains(r#""message":"no""#));
     // A Converse answer, and a Gemini one with a `parts` flood (typed, but a vector of parts).
@@ -264,7 +264,7 @@ fn hostile_upstream_documents_cost_no_tree() {
         ",{}".repeat(600_000)
     );
     let view = hub::ClientView::default();
-    for (upstream, body) in [(Dialect::Converse, &converse), (Dialect::Gemini, &parts)] {
+    for (upstream, body) in [(Upstream::Converse, &converse), (Upstream::Gemini, &parts)] {
         let (r, peak) =
             peak_of(|| translate_response_of(Dialect::Chat, upstream, &view, body.as_bytes(), "m"));
         let e = r.expect_err("refused");
@@ -279,8 +279,8 @@ fn hostile_upstream_documents_cost_no_tree() {
         "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"hi\"}},\"x\":{f}}}\n\n"
     );
     for (upstream, bytes) in [
-        (Dialect::Converse, frame),
-        (Dialect::Messages, sse.into_bytes()),
+        (Upstream::Converse, frame),
+        (Upstream::Messages, sse.into_bytes()),
     ] {
         let mut t = Translator::new(Dialect::Chat, upstream, false, view.clone());
         // The output's room is made before: only the event's reading counts.

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::corpus::{docs, seeded, value, ANSWERS};
 use super::{cuts, fuzz, json_value, pieces, text};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, Upstream};
 use crate::sse::SseParser;
 use crate::translate::hub::{ClientView, ToolKind};
 use crate::translate::stream::Translator;
@@ -284,7 +284,12 @@ fn view(json_array: bool) -> ClientView {
 
 /// The client bytes for `input` fed in `pieces`, and whether the translator finished.
 fn translate(c: &Case, input: &[u8], cuts: &[usize]) -> (Vec<u8>, bool, bool) {
-    let mut t = Translator::new(c.client, c.upstream, c.include_usage, view(c.json_array));
+    let mut t = Translator::new(
+        c.client,
+        c.upstream.upstream(),
+        c.include_usage,
+        view(c.json_array),
+    );
     let mut out = Vec::new();
     for piece in pieces(input, cuts) {
         t.feed(piece, &mut out);
@@ -441,7 +446,7 @@ fn regression_gemini_client_gets_nothing_after_its_error() {
         "data: [DONE]\n\n",
     );
     for json_array in [true, false] {
-        let mut t = Translator::new(Dialect::Gemini, Dialect::Chat, false, view(json_array));
+        let mut t = Translator::new(Dialect::Gemini, Upstream::Chat, false, view(json_array));
         let mut out = Vec::new();
         t.feed(stream.as_bytes(), &mut out);
         let _ = t.finish(&mut out);

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Number, Value};
 
 use super::corpus;
 use super::{apply, cpu_time, edit, fuzz, json_value, text, untimed, Edit, MAX_CASE};
-use crate::dialect::{Dialect, Provider};
+use crate::dialect::{Dialect, Provider, Upstream};
 use crate::translate::hub::{
     ClientView, Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat,
     Role, StopReason, Tool, ToolChoice, ToolKind, Usage,
@@ -402,10 +402,12 @@ fn fuzz_translate_request_decoders() {
             };
             for up in UPSTREAMS {
                 let start = cpu_time();
-                let decoded = translate::decode_request(dialect, up, &bytes, policy, reasoning);
+                let decoded =
+                    translate::decode_request(dialect, up.upstream(), &bytes, policy, reasoning);
                 let decoding = cpu_time() - start;
                 let Ok(r) = decoded else { continue };
-                let encoded = translate::encode_request(up, &r, target(up, reasoning, policy));
+                let encoded =
+                    translate::encode_request(up.upstream(), &r, target(up, reasoning, policy));
                 let both = cpu_time() - start;
                 prop_assert!(
                     both < MAX_CASE / 3,
@@ -449,12 +451,14 @@ fn fuzz_translate_response_decoders() {
             };
             for client in Dialect::ALL {
                 let start = cpu_time();
-                if let Ok((out, _)) = translate::translate_response(client, upstream, &view, &bytes)
+                if let Ok((out, _)) =
+                    translate::translate_response(client, upstream.upstream(), &view, &bytes)
                 {
                     prop_assert!(is_json(&out), "{upstream:?} -> {client:?}: not JSON");
                 }
                 let answer = cpu_time() - start;
-                let error = translate::errors::translate(client, upstream, status, &bytes);
+                let error =
+                    translate::errors::translate(client, upstream.upstream(), status, &bytes);
                 prop_assert!(
                     is_json(&error),
                     "error {upstream:?} -> {client:?}: not JSON"
@@ -709,7 +713,7 @@ fn project(dialect: Dialect, r: &Request, t: &TargetInfo<'_>) -> Projection {
                 system.retain(|s| !s.starts_with(BILLING_LINE));
             }
         }
-        Dialect::Responses | Dialect::Converse => unreachable!("not fuzzed here"),
+        Dialect::Responses => unreachable!("not fuzzed here"),
     }
     // Consecutive turns of one role are one turn.
     let mut merged: Vec<(Role, Vec<Item>)> = Vec::new();
@@ -1019,7 +1023,7 @@ fn request(dialect: Dialect) -> impl Strategy<Value = Request> {
 
 fn round_trip(dialect: Dialect, r0: Request, reasoning: bool) -> Result<(), TestCaseError> {
     let t = target(dialect, reasoning, Policy::default());
-    let encoded = match translate::encode_request(dialect, &r0, t) {
+    let encoded = match translate::encode_request(dialect.upstream(), &r0, t) {
         Ok(e) => e,
         // Gemini needs each tool result's function name, which only its call has.
         Err(TranslateError::Invalid { why, .. })
@@ -1045,7 +1049,7 @@ fn round_trip(dialect: Dialect, r0: Request, reasoning: bool) -> Result<(), Test
     let body: Value = serde_json::from_slice(&encoded.body).expect("an encoded body is JSON");
     let r1 = translate::decode_request(
         dialect,
-        dialect,
+        dialect.upstream(),
         &encoded.body,
         Policy::default(),
         reasoning,
@@ -1061,10 +1065,16 @@ fn round_trip(dialect: Dialect, r0: Request, reasoning: bool) -> Result<(), Test
     // decodes to the same again (the first trip may normalize: joined system texts,
     // merged turns, dropped empty texts).
     let again = |r: &Request| -> Result<(Value, Request), TestCaseError> {
-        let e = translate::encode_request(dialect, r, t)
+        let e = translate::encode_request(dialect.upstream(), r, t)
             .map_err(|e| TestCaseError::fail(format!("re-encoding refused: {e}")))?;
-        let r = translate::decode_request(dialect, dialect, &e.body, Policy::default(), reasoning)
-            .map_err(|e| TestCaseError::fail(format!("re-decoding refused: {e}")))?;
+        let r = translate::decode_request(
+            dialect,
+            dialect.upstream(),
+            &e.body,
+            Policy::default(),
+            reasoning,
+        )
+        .map_err(|e| TestCaseError::fail(format!("re-decoding refused: {e}")))?;
         Ok((serde_json::from_slice(&e.body).expect("JSON"), r))
     };
     let (b2, r2) = again(&r1)?;
@@ -1257,15 +1267,16 @@ fn regression_sampling_numbers_reach_the_upstream_as_sent() {
         let body = format!(r#"{{"model":"m","messages":[],"temperature":{x},"top_p":{x}}}"#);
         let r = translate::decode_request(
             Dialect::Chat,
-            Dialect::Messages,
+            Upstream::Messages,
             body.as_bytes(),
             Policy::default(),
             false,
         )
         .expect("decodes");
         for up in UPSTREAMS {
-            let out = translate::encode_request(up, &r, target(up, false, Policy::default()))
-                .expect("encodes");
+            let out =
+                translate::encode_request(up.upstream(), &r, target(up, false, Policy::default()))
+                    .expect("encodes");
             let v: Value = serde_json::from_slice(&out.body).expect("JSON");
             let sent = match up {
                 Dialect::Gemini => v["generationConfig"]["topP"].to_string(),
@@ -1303,14 +1314,14 @@ fn regression_gemini_pairs_calls_by_map() {
         let body = json!({ "contents": contents });
         let r = translate::decode_request_value(
             Dialect::Gemini,
-            Dialect::Gemini,
+            Upstream::Gemini,
             body,
             Policy::default(),
             false,
         )
         .expect("decodes");
         let t = target(Dialect::Gemini, false, Policy::default());
-        let out = translate::encode_request(Dialect::Gemini, &r, t).expect("encodes");
+        let out = translate::encode_request(Upstream::Gemini, &r, t).expect("encodes");
         let out: Value = serde_json::from_slice(&out.body).expect("JSON");
         let answers = out["contents"][1]["parts"].as_array().expect("answers");
         assert_eq!(answers.len(), n);
@@ -1375,7 +1386,7 @@ fn fuzz_gemini_call_pairing() {
         let body = serde_json::to_vec(&json!({ "contents": contents })).expect("JSON");
         let r = translate::decode_request(
             Dialect::Gemini,
-            Dialect::Chat,
+            Upstream::Chat,
             &body,
             Policy::default(),
             false,

@@ -5,7 +5,7 @@
 use http::{HeaderName, HeaderValue};
 use serde::Deserialize;
 
-use crate::dialect::{Dialect, Provider};
+use crate::dialect::{Provider, Upstream};
 
 pub(crate) mod auth;
 pub(crate) mod aws_creds;
@@ -85,7 +85,7 @@ pub(crate) const AZURE_V1: &str = "v1";
 /// `api_version` was validated ([`check_url_token`]) and is set.
 pub(crate) fn upstream_path(
     provider: Provider,
-    upstream: Dialect,
+    upstream: Upstream,
     deployment: &str,
     api_version: Option<&str>,
 ) -> String {
@@ -94,7 +94,7 @@ pub(crate) fn upstream_path(
     }
     match (api_version.unwrap_or(AZURE_V1), upstream) {
         (AZURE_V1, d) => format!("/openai{}", d.path()),
-        (v, Dialect::Responses) => format!("/openai/responses?api-version={v}"),
+        (v, Upstream::Responses) => format!("/openai/responses?api-version={v}"),
         (v, _) => format!("/openai/deployments/{deployment}/chat/completions?api-version={v}"),
     }
 }
@@ -144,17 +144,17 @@ mod tests {
     fn azure_paths() {
         let p = |d, v| upstream_path(Provider::AzureOpenai, d, "dep-1", v);
         assert_eq!(
-            p(Dialect::Chat, Some("2024-10-21")),
+            p(Upstream::Chat, Some("2024-10-21")),
             "/openai/deployments/dep-1/chat/completions?api-version=2024-10-21"
         );
         assert_eq!(
-            p(Dialect::Responses, Some("2025-04-01-preview")),
+            p(Upstream::Responses, Some("2025-04-01-preview")),
             "/openai/responses?api-version=2025-04-01-preview"
         );
-        assert_eq!(p(Dialect::Chat, Some("v1")), "/openai/v1/chat/completions");
-        assert_eq!(p(Dialect::Responses, Some("v1")), "/openai/v1/responses");
+        assert_eq!(p(Upstream::Chat, Some("v1")), "/openai/v1/chat/completions");
+        assert_eq!(p(Upstream::Responses, Some("v1")), "/openai/v1/responses");
         assert_eq!(
-            upstream_path(Provider::Openai, Dialect::Chat, "m", None),
+            upstream_path(Provider::Openai, Upstream::Chat, "m", None),
             "/v1/chat/completions"
         );
     }

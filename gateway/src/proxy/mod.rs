@@ -22,7 +22,7 @@ use hyper::body::Incoming;
 use crate::auth::AuthOutcome;
 use crate::body::{full, GatewayBody};
 use crate::buffer::{self, BufferError, BufferedBody};
-use crate::dialect::{Dialect, Provider};
+use crate::dialect::{Dialect, Provider, Upstream};
 use crate::error::{ApiError, ErrorKind};
 use crate::headers;
 use crate::metrics::UpstreamErrorKind;
@@ -152,7 +152,7 @@ pub(crate) async fn handle(
     // charged or upstream is called; passthrough-only models never get here.
     let translation = if model.translates[dialect.index()] {
         let first = targets.iter().find(|t| t.translates(dialect));
-        let upstream = first.map_or(dialect, |t| t.upstream);
+        let upstream = first.map_or(dialect.upstream(), |t| t.upstream);
         let reasoning = first.is_some_and(|t| t.reasoning);
         let decoded = blocking_if(big, || match value {
             Some(v) => {
@@ -684,7 +684,7 @@ async fn respond_translated(
     // Bedrock streams AWS's binary event stream, framed by the translator.
     let event_stream = is_sse(&parts.headers);
     let sse = event_stream
-        || (target.upstream == Dialect::Converse
+        || (target.upstream == Upstream::Converse
             && has_type(&parts.headers, b"application/vnd.amazon.eventstream"));
     let mut out = Response::new(full(Bytes::new()));
     *out.status_mut() = parts.status;

@@ -749,14 +749,11 @@ mod tests {
     use super::*;
     use crate::dialect::Provider;
 
-    /// Decodes through the whole policy, as the proxy does (default: lenient).
     fn decode(v: &Value) -> Result<Request, TranslateError> {
-        crate::translate::decode_request(
+        crate::translate::decode_lenient(
             crate::dialect::Dialect::Chat,
-            crate::dialect::Dialect::Messages,
-            v.to_string().as_bytes(),
-            crate::translate::policy::Policy::default(),
-            false,
+            crate::dialect::Upstream::Messages,
+            v,
         )
     }
 
@@ -792,13 +789,7 @@ mod tests {
         assert!(
             matches!(&r.messages[0].parts[1], Part::Image(Image::Base64 { media_type, .. }) if media_type == "image/png")
         );
-        let t = TargetInfo {
-            provider: Provider::OpenaiCompatible,
-            model: "up",
-            default_max_tokens: 1,
-            reasoning: false,
-            policy: crate::translate::policy::Policy::default(),
-        };
+        let t = TargetInfo::plain(Provider::OpenaiCompatible, "up", 1);
         let out = serde_json::to_value(encode_request(&r, t)).unwrap();
         assert_eq!(out["model"], "up");
         assert_eq!(out["max_tokens"], 100);
@@ -952,17 +943,11 @@ mod tests {
 
     #[test]
     fn cache_control_maps_to_the_anthropic_block_and_is_dropped_elsewhere() {
-        use crate::dialect::Dialect;
+        use crate::dialect::Upstream;
         let r = decode(&opencode_body()).unwrap();
         assert!(r.dropped.is_empty(), "{:?}", r.dropped);
-        let t = TargetInfo {
-            provider: Provider::Anthropic,
-            model: "up",
-            default_max_tokens: 1,
-            reasoning: false,
-            policy: crate::translate::policy::Policy::default(),
-        };
-        let enc = crate::translate::encode_request(Dialect::Messages, &r, t).unwrap();
+        let t = TargetInfo::plain(Provider::Anthropic, "up", 1);
+        let enc = crate::translate::encode_request(Upstream::Messages, &r, t).unwrap();
         assert!(enc.dropped.is_empty(), "{:?}", enc.dropped);
         let out: Value = serde_json::from_slice(&enc.body).unwrap();
         let eph = json!({"type": "ephemeral"});
@@ -1007,7 +992,7 @@ mod tests {
             provider: Provider::OpenaiCompatible,
             ..t
         };
-        let enc = crate::translate::encode_request(Dialect::Chat, &r, t).unwrap();
+        let enc = crate::translate::encode_request(Upstream::Chat, &r, t).unwrap();
         assert_eq!(
             enc.dropped,
             [

@@ -266,28 +266,15 @@ pub(crate) fn decode_response(body: &[u8]) -> Result<Response, UpstreamShapeErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::{Dialect, Provider};
-    use crate::translate::policy::Policy;
+    use crate::dialect::{Dialect, Provider, Upstream};
 
     fn target(model: &str) -> TargetInfo<'_> {
-        TargetInfo {
-            provider: Provider::Bedrock,
-            model,
-            default_max_tokens: 4096,
-            reasoning: false,
-            policy: Policy::default(),
-        }
+        TargetInfo::plain(Provider::Bedrock, model, 4096)
     }
 
     fn encode(client: Dialect, body: Value, model: &str) -> Result<Value, TranslateError> {
-        let hub = crate::translate::decode_request(
-            client,
-            Dialect::Converse,
-            body.to_string().as_bytes(),
-            Policy::default(),
-            false,
-        )?;
-        let e = crate::translate::encode_request(Dialect::Converse, &hub, target(model))?;
+        let hub = crate::translate::decode_lenient(client, Upstream::Converse, &body)?;
+        let e = crate::translate::encode_request(Upstream::Converse, &hub, target(model))?;
         Ok(serde_json::from_slice(&e.body).unwrap())
     }
 
@@ -419,7 +406,7 @@ mod tests {
         let view = Default::default();
         let (chat, _) = crate::translate::translate_response(
             Dialect::Chat,
-            Dialect::Converse,
+            Upstream::Converse,
             &view,
             body.as_bytes(),
         )
@@ -429,7 +416,7 @@ mod tests {
         assert_eq!(chat["usage"]["prompt_tokens"], 12);
         let (m, _) = crate::translate::translate_response(
             Dialect::Messages,
-            Dialect::Converse,
+            Upstream::Converse,
             &view,
             body.as_bytes(),
         )

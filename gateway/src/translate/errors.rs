@@ -12,7 +12,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::json::budget::OverBudget;
-use crate::dialect::{Dialect, Envelope};
+use crate::dialect::{Dialect, Envelope, Upstream};
 
 /// A client request that cannot be translated: answered with a 400 in the client's dialect.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,14 +73,6 @@ pub(crate) fn describe(fields: &[Refusal], upstream: &str) -> String {
     }
 }
 
-/// Converse has no route: no client request is in it (kept an error, never a panic).
-pub(super) fn not_a_client() -> TranslateError {
-    TranslateError::Invalid {
-        field: "body".into(),
-        why: "no client speaks AWS Converse".into(),
-    }
-}
-
 /// The 400 for a body that is not JSON, with serde_json's reason.
 pub(super) fn not_json(e: Option<serde_json::Error>) -> TranslateError {
     TranslateError::Invalid {
@@ -94,7 +86,7 @@ pub(super) fn not_json(e: Option<serde_json::Error>) -> TranslateError {
 
 /// The 502 for an upstream document (`what`: answer, event, arguments) over its node budget,
 /// naming the upstream's API.
-pub(crate) fn over_budget(upstream: Dialect, what: &str, e: OverBudget) -> UpstreamShapeError {
+pub(crate) fn over_budget(upstream: Upstream, what: &str, e: OverBudget) -> UpstreamShapeError {
     UpstreamShapeError(format!(
         "the {} upstream's {what} is refused unread: {e}",
         api_name(upstream)
@@ -102,13 +94,13 @@ pub(crate) fn over_budget(upstream: Dialect, what: &str, e: OverBudget) -> Upstr
 }
 
 /// The API name used in refusals.
-pub(super) const fn api_name(d: Dialect) -> &'static str {
+pub(super) const fn api_name(d: Upstream) -> &'static str {
     match d {
-        Dialect::Chat => "OpenAI chat completions",
-        Dialect::Messages => "Anthropic messages",
-        Dialect::Responses => "OpenAI responses",
-        Dialect::Gemini => "Google Gemini",
-        Dialect::Converse => "AWS Bedrock Converse",
+        Upstream::Chat => "OpenAI chat completions",
+        Upstream::Messages => "Anthropic messages",
+        Upstream::Responses => "OpenAI responses",
+        Upstream::Gemini => "Google Gemini",
+        Upstream::Converse => "AWS Bedrock Converse",
     }
 }
 
@@ -206,7 +198,7 @@ pub(crate) fn openai_type(status: u16) -> &'static str {
 
 /// The upstream error `body` (from an `upstream` dialect target) in `client`'s envelope.
 /// The upstream's own type is kept only within its family; otherwise it is mapped by status.
-pub(crate) fn translate(client: Dialect, upstream: Dialect, status: u16, body: &[u8]) -> Bytes {
+pub(crate) fn translate(client: Dialect, upstream: Upstream, status: u16, body: &[u8]) -> Bytes {
     let (ty, message) = read(body);
     let same = client.envelope() == upstream.envelope();
     let v = match client.envelope() {
@@ -242,7 +234,7 @@ mod tests {
         let body =
             br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         let v: Value =
-            serde_json::from_slice(&translate(Dialect::Chat, Dialect::Messages, 529, body))
+            serde_json::from_slice(&translate(Dialect::Chat, Upstream::Messages, 529, body))
                 .unwrap();
         assert_eq!(v["error"]["message"], "Overloaded");
         assert_eq!(v["error"]["type"], "server_error");
@@ -252,14 +244,14 @@ mod tests {
     fn openai_error_becomes_anthropic_envelope() {
         let body = br#"{"error":{"message":"bad key","type":"invalid_request_error","code":"invalid_api_key"}}"#;
         let v: Value =
-            serde_json::from_slice(&translate(Dialect::Messages, Dialect::Chat, 401, body))
+            serde_json::from_slice(&translate(Dialect::Messages, Upstream::Chat, 401, body))
                 .unwrap();
         assert_eq!(v["type"], "error");
         assert_eq!(v["error"]["type"], "authentication_error");
         assert_eq!(v["error"]["message"], "bad key");
         let v: Value = serde_json::from_slice(&translate(
             Dialect::Messages,
-            Dialect::Chat,
+            Upstream::Chat,
             502,
             b"Bad Gateway",
         ))
@@ -273,14 +265,14 @@ mod tests {
         let google =
             br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}"#;
         let v: Value =
-            serde_json::from_slice(&translate(Dialect::Chat, Dialect::Gemini, 429, google))
+            serde_json::from_slice(&translate(Dialect::Chat, Upstream::Gemini, 429, google))
                 .unwrap();
         assert_eq!(v["error"]["message"], "Quota exceeded");
         assert_eq!(v["error"]["type"], "rate_limit_error");
         let body =
             br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         let v: Value =
-            serde_json::from_slice(&translate(Dialect::Gemini, Dialect::Messages, 529, body))
+            serde_json::from_slice(&translate(Dialect::Gemini, Upstream::Messages, 529, body))
                 .unwrap();
         assert_eq!(
             v,

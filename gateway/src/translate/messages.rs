@@ -683,25 +683,16 @@ mod tests {
     use super::*;
     use crate::dialect::Provider;
 
-    /// Decodes through the whole policy, as the proxy does (default: lenient).
     fn decode(v: &Value) -> Result<Request, TranslateError> {
-        crate::translate::decode_request(
+        crate::translate::decode_lenient(
             crate::dialect::Dialect::Messages,
-            crate::dialect::Dialect::Chat,
-            v.to_string().as_bytes(),
-            crate::translate::policy::Policy::default(),
-            false,
+            crate::dialect::Upstream::Chat,
+            v,
         )
     }
 
     fn target() -> TargetInfo<'static> {
-        TargetInfo {
-            provider: Provider::Anthropic,
-            model: "claude-up",
-            default_max_tokens: 777,
-            reasoning: false,
-            policy: crate::translate::policy::Policy::default(),
-        }
+        TargetInfo::plain(Provider::Anthropic, "claude-up", 777)
     }
 
     #[test]

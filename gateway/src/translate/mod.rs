@@ -31,29 +31,29 @@ pub(crate) mod wire;
 
 use bytes::Bytes;
 
-use crate::dialect::Dialect;
-use errors::{api_name, not_a_client, not_json};
+use crate::dialect::{Dialect, Upstream};
+use errors::{api_name, not_json};
 pub(crate) use errors::{over_budget, TranslateError, UpstreamShapeError};
 pub(crate) use target::TargetInfo;
 
 /// The label naming a translation in the access log, e.g. `messages->chat`.
-pub(crate) const fn label(client: Dialect, upstream: Dialect) -> &'static str {
+pub(crate) const fn label(client: Dialect, upstream: Upstream) -> &'static str {
     match (client, upstream) {
-        (Dialect::Messages, Dialect::Chat) => "messages->chat",
-        (Dialect::Chat, Dialect::Messages) => "chat->messages",
-        (Dialect::Responses, Dialect::Messages) => "responses->messages",
-        (Dialect::Responses, Dialect::Chat) => "responses->chat",
-        (Dialect::Messages, Dialect::Responses) => "messages->responses",
-        (Dialect::Chat, Dialect::Responses) => "chat->responses",
-        (Dialect::Gemini, Dialect::Chat) => "gemini->chat",
-        (Dialect::Gemini, Dialect::Messages) => "gemini->messages",
-        (Dialect::Chat, Dialect::Gemini) => "chat->gemini",
-        (Dialect::Messages, Dialect::Gemini) => "messages->gemini",
-        (Dialect::Responses, Dialect::Gemini) => "responses->gemini",
-        (Dialect::Chat, Dialect::Converse) => "chat->converse",
-        (Dialect::Messages, Dialect::Converse) => "messages->converse",
-        (Dialect::Responses, Dialect::Converse) => "responses->converse",
-        (Dialect::Gemini, Dialect::Converse) => "gemini->converse",
+        (Dialect::Messages, Upstream::Chat) => "messages->chat",
+        (Dialect::Chat, Upstream::Messages) => "chat->messages",
+        (Dialect::Responses, Upstream::Messages) => "responses->messages",
+        (Dialect::Responses, Upstream::Chat) => "responses->chat",
+        (Dialect::Messages, Upstream::Responses) => "messages->responses",
+        (Dialect::Chat, Upstream::Responses) => "chat->responses",
+        (Dialect::Gemini, Upstream::Chat) => "gemini->chat",
+        (Dialect::Gemini, Upstream::Messages) => "gemini->messages",
+        (Dialect::Chat, Upstream::Gemini) => "chat->gemini",
+        (Dialect::Messages, Upstream::Gemini) => "messages->gemini",
+        (Dialect::Responses, Upstream::Gemini) => "responses->gemini",
+        (Dialect::Chat, Upstream::Converse) => "chat->converse",
+        (Dialect::Messages, Upstream::Converse) => "messages->converse",
+        (Dialect::Responses, Upstream::Converse) => "responses->converse",
+        (Dialect::Gemini, Upstream::Converse) => "gemini->converse",
         _ => "none",
     }
 }
@@ -64,7 +64,7 @@ pub(crate) const fn label(client: Dialect, upstream: Dialect) -> &'static str {
 #[cfg(test)]
 pub(crate) fn decode_request(
     client: Dialect,
-    upstream: Dialect,
+    upstream: Upstream,
     body: &[u8],
     policy: policy::Policy,
     reasoning: bool,
@@ -77,11 +77,28 @@ pub(crate) fn decode_request(
     }
 }
 
+/// [`decode_request`] of a JSON value, through the whole policy as the proxy does (default:
+/// lenient; no reasoning control): the codecs' unit tests' decoder.
+#[cfg(test)]
+pub(crate) fn decode_lenient(
+    client: Dialect,
+    upstream: Upstream,
+    v: &serde_json::Value,
+) -> Result<hub::Request, TranslateError> {
+    decode_request(
+        client,
+        upstream,
+        v.to_string().as_bytes(),
+        policy::Policy::default(),
+        false,
+    )
+}
+
 /// [`decode_request`] of a body already known to be UTF-8 (the proxy's request head
 /// checked it: checking 4 KB again cost ~1,800 instructions).
 pub(crate) fn decode_request_text(
     client: Dialect,
-    upstream: Dialect,
+    upstream: Upstream,
     text: &str,
     policy: policy::Policy,
     reasoning: bool,
@@ -96,7 +113,7 @@ pub(crate) fn decode_request_text(
 /// [`decode_request`] of a body already read (the proxy reads it once, for its head too).
 pub(crate) fn decode_request_value(
     client: Dialect,
-    upstream: Dialect,
+    upstream: Upstream,
     mut v: serde_json::Value,
     policy: policy::Policy,
     reasoning: bool,
@@ -107,7 +124,6 @@ pub(crate) fn decode_request_value(
         Dialect::Messages => messages::decode_request(&mut v, &mut verdicts)?,
         Dialect::Responses => responses::decode_request(&mut v, &mut verdicts)?,
         Dialect::Gemini => gemini::decode_request(&mut v, &mut verdicts)?,
-        Dialect::Converse => return Err(not_a_client()),
     };
     // Strict: the reasoning fields the first target cannot take belong in the same one 400
     // (encoding drops them per target otherwise).
@@ -151,41 +167,41 @@ pub(crate) struct Encoded {
 
 /// Encodes a hub request in the `upstream` dialect for `target`.
 pub(crate) fn encode_request(
-    upstream: Dialect,
+    upstream: Upstream,
     req: &hub::Request,
     target: TargetInfo<'_>,
 ) -> Result<Encoded, TranslateError> {
     let mut verdicts = policy::Verdicts::new(target.policy);
     no_reasoning(req, target.reasoning, &mut verdicts);
     // Gemini's topK (Gemini CLI sends it on every request): chat has no such control.
-    if req.top_k.is_some() && upstream == Dialect::Chat {
+    if req.top_k.is_some() && upstream == Upstream::Chat {
         verdicts.client_side(
             "generationConfig.topK",
             "OpenAI's chat completions take no top-k sampling",
         );
     }
     // Anthropic takes JSON output only with a schema.
-    if req.response_format == Some(hub::ResponseFormat::Json) && upstream == Dialect::Messages {
+    if req.response_format == Some(hub::ResponseFormat::Json) && upstream == Upstream::Messages {
         verdicts.refuse(
             "generationConfig.responseMimeType",
             "Anthropic takes JSON output only with a schema (responseSchema)",
         );
     }
     let body = match upstream {
-        Dialect::Chat => {
+        Upstream::Chat => {
             no_cache(req, &mut verdicts);
             chat::to_bytes_sized(&chat::encode_request(req, target), req.encoded_size_hint())
         }
-        Dialect::Messages => chat::to_bytes_sized(
+        Upstream::Messages => chat::to_bytes_sized(
             &messages::encode_request(req, target)?,
             req.encoded_size_hint(),
         ),
-        Dialect::Gemini => {
+        Upstream::Gemini => {
             // Gemini caches prompts by itself (implicit caching): breakpoints have no place.
             no_cache(req, &mut verdicts);
             gemini::encode_request(req, target)?
         }
-        Dialect::Converse => {
+        Upstream::Converse => {
             no_cache(req, &mut verdicts);
             if converse_verdicts(req, target, &mut verdicts) {
                 // Refused images: `finish` below answers the one 400 naming every field.
@@ -194,7 +210,7 @@ pub(crate) fn encode_request(
                 converse::encode_request(req, target)?
             }
         }
-        Dialect::Responses => unreachable!("no provider is translated to Responses"),
+        Upstream::Responses => unreachable!("no provider is translated to Responses"),
     };
     let dropped = verdicts.finish(api_name(upstream))?;
     Ok(Encoded {
@@ -207,7 +223,7 @@ pub(crate) fn encode_request(
 #[cfg(test)]
 pub(crate) fn translate_response(
     client: Dialect,
-    upstream: Dialect,
+    upstream: Upstream,
     view: &hub::ClientView,
     body: &[u8],
 ) -> Result<(Bytes, hub::Usage), UpstreamShapeError> {
@@ -218,7 +234,7 @@ pub(crate) fn translate_response(
 /// model the answer names when the upstream's names none (Converse's).
 pub(crate) fn translate_response_of(
     client: Dialect,
-    upstream: Dialect,
+    upstream: Upstream,
     view: &hub::ClientView,
     body: &[u8],
     model: &str,
@@ -226,11 +242,11 @@ pub(crate) fn translate_response_of(
     // Before any decoder builds a tree or a vector of parts.
     json::budget::check(body).map_err(|e| over_budget(upstream, "answer", e))?;
     let mut resp = match upstream {
-        Dialect::Chat => chat::decode_response(body)?,
-        Dialect::Messages => messages::decode_response(body)?,
-        Dialect::Gemini => gemini::decode_response(body)?,
-        Dialect::Converse => converse::decode_response(body)?,
-        Dialect::Responses => {
+        Upstream::Chat => chat::decode_response(body)?,
+        Upstream::Messages => messages::decode_response(body)?,
+        Upstream::Gemini => gemini::decode_response(body)?,
+        Upstream::Converse => converse::decode_response(body)?,
+        Upstream::Responses => {
             return Err(UpstreamShapeError(
                 "Responses upstreams are not translated".into(),
             ))
@@ -251,9 +267,6 @@ pub(crate) fn translate_response_of(
         Dialect::Messages => messages::encode_response(&resp),
         Dialect::Responses => chat::to_bytes(&responses::encode_response(&resp, view)),
         Dialect::Gemini => gemini::encode_response(&resp)?,
-        Dialect::Converse => {
-            return Err(UpstreamShapeError("no client speaks AWS Converse".into()))
-        }
     };
     Ok((Bytes::from(out), resp.usage))
 }

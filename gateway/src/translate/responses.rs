@@ -600,14 +600,11 @@ pub(crate) fn encode_response(r: &Response, view: &ClientView) -> Value {
 mod tests {
     use super::*;
 
-    /// Decodes through the whole policy, as the proxy does (default: lenient).
     fn decode(v: &Value) -> Result<Request, TranslateError> {
-        crate::translate::decode_request(
+        crate::translate::decode_lenient(
             crate::dialect::Dialect::Responses,
-            crate::dialect::Dialect::Messages,
-            v.to_string().as_bytes(),
-            crate::translate::policy::Policy::default(),
-            false,
+            crate::dialect::Upstream::Messages,
+            v,
         )
     }
 

@@ -15,3 +15,17 @@ pub(crate) struct TargetInfo<'a> {
     pub(crate) reasoning: bool,
     pub(crate) policy: policy::Policy,
 }
+
+#[cfg(test)]
+impl<'a> TargetInfo<'a> {
+    /// A target of `provider` for unit tests: no reasoning control, the default policy.
+    pub(crate) fn plain(provider: Provider, model: &'a str, default_max_tokens: u64) -> Self {
+        TargetInfo {
+            provider,
+            model,
+            default_max_tokens,
+            reasoning: false,
+            policy: policy::Policy::default(),
+        }
+    }
+}

@@ -13,11 +13,8 @@ fn decode(v: Value) -> Result<(Request, Vec<String>), TranslateError> {
 
 fn target(reasoning: bool) -> TargetInfo<'static> {
     TargetInfo {
-        provider: Provider::Gemini,
-        model: "gemini-2.5-pro",
-        default_max_tokens: 4096,
         reasoning,
-        policy: Policy::default(),
+        ..TargetInfo::plain(Provider::Gemini, "gemini-2.5-pro", 4096)
     }
 }
 

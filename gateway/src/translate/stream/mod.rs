@@ -15,7 +15,7 @@ mod encode_messages;
 mod encode_responses;
 pub(crate) mod eventstream;
 
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, Upstream};
 use crate::sse::{SseEvent, SseParser};
 
 use super::hub::{self, ClientView, Event, Usage};
@@ -112,23 +112,23 @@ pub(crate) enum Decoder {
 }
 
 impl Decoder {
-    pub(crate) fn new(upstream: Dialect) -> Decoder {
+    pub(crate) fn new(upstream: Upstream) -> Decoder {
         match upstream {
-            Dialect::Messages => Decoder::Messages(MessagesDecoder::default()),
-            Dialect::Gemini => Decoder::Gemini(GeminiDecoder::default()),
-            Dialect::Converse => Decoder::Converse(ConverseDecoder::default()),
+            Upstream::Messages => Decoder::Messages(MessagesDecoder::default()),
+            Upstream::Gemini => Decoder::Gemini(GeminiDecoder::default()),
+            Upstream::Converse => Decoder::Converse(ConverseDecoder::default()),
             // No provider streams Responses to a translated client.
-            Dialect::Chat | Dialect::Responses => Decoder::Chat(ChatDecoder::default()),
+            Upstream::Chat | Upstream::Responses => Decoder::Chat(ChatDecoder::default()),
         }
     }
 
     /// The upstream API this decoder reads.
-    pub(crate) fn upstream(&self) -> Dialect {
+    pub(crate) fn upstream(&self) -> Upstream {
         match self {
-            Decoder::Chat(_) => Dialect::Chat,
-            Decoder::Messages(_) => Dialect::Messages,
-            Decoder::Gemini(_) => Dialect::Gemini,
-            Decoder::Converse(_) => Dialect::Converse,
+            Decoder::Chat(_) => Upstream::Chat,
+            Decoder::Messages(_) => Upstream::Messages,
+            Decoder::Gemini(_) => Upstream::Gemini,
+            Decoder::Converse(_) => Upstream::Converse,
         }
     }
 
@@ -189,19 +189,18 @@ impl Translator {
     /// client's own terms for its tools (Responses).
     pub(crate) fn new(
         client: Dialect,
-        upstream: Dialect,
+        upstream: Upstream,
         include_usage: bool,
         view: ClientView,
     ) -> Translator {
         Translator {
             parser: match upstream {
-                Dialect::Converse => Framing::EventStream(eventstream::EventStreamFramer::new()),
+                Upstream::Converse => Framing::EventStream(eventstream::EventStreamFramer::new()),
                 _ => Framing::Sse(SseParser::new()),
             },
             decoder: Decoder::new(upstream),
             encoder: match client {
-                // No client speaks Converse; chat's encoder stands in, never used.
-                Dialect::Chat | Dialect::Converse => Encoder::Chat(ChatEncoder::new(include_usage)),
+                Dialect::Chat => Encoder::Chat(ChatEncoder::new(include_usage)),
                 Dialect::Messages => Encoder::Messages(MessagesEncoder::default()),
                 Dialect::Gemini => Encoder::Gemini(GeminiEncoder::new(view.json_array_stream)),
                 Dialect::Responses => Encoder::Responses(ResponsesEncoder::new(view)),

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Translator;
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, Upstream};
 use crate::sse::SseParser;
 
 const ANTHROPIC_STREAM: &str = concat!(
@@ -38,26 +38,43 @@ const CHAT_STREAM: &str = concat!(
 /// (name, data) and whether the stream finished cleanly.
 fn run(
     client: Dialect,
-    upstream: Dialect,
+    upstream: Upstream,
     stream: &str,
     at: usize,
 ) -> (Vec<(String, String)>, bool) {
+    let (out, ok) = translate_split(client, upstream, stream.as_bytes(), at);
+    (events_of(&out), ok)
+}
+
+/// The client's bytes of `stream` fed in two pieces split at `at`, and whether the
+/// stream finished cleanly.
+fn translate_split(
+    client: Dialect,
+    upstream: Upstream,
+    stream: &[u8],
+    at: usize,
+) -> (Vec<u8>, bool) {
     let mut t = Translator::new(client, upstream, true, Default::default());
     let mut out = Vec::new();
-    let (a, b) = stream.as_bytes().split_at(at);
+    let (a, b) = stream.split_at(at);
     t.feed(a, &mut out);
     t.feed(b, &mut out);
     let ok = t.finish(&mut out).is_ok();
+    (out, ok)
+}
+
+/// The client's events (name, data with its timestamps zeroed), whole.
+fn events_of(out: &[u8]) -> Vec<(String, String)> {
     let mut events = Vec::new();
     let mut p = SseParser::new();
-    p.feed(&out, |e| {
+    p.feed(out, |e| {
         events.push((
             String::from_utf8(e.event.to_vec()).unwrap(),
             without_clock(std::str::from_utf8(e.data).unwrap()),
         ))
     });
     assert!(!p.is_mid_event(), "output ends mid-event");
-    (events, ok)
+    events
 }
 
 /// The event with its timestamps zeroed: runs a second apart must compare equal.
@@ -74,7 +91,7 @@ fn without_clock(data: &str) -> String {
     v.to_string()
 }
 
-fn every_split(client: Dialect, upstream: Dialect, stream: &str) -> Vec<(String, String)> {
+fn every_split(client: Dialect, upstream: Upstream, stream: &str) -> Vec<(String, String)> {
     let whole = run(client, upstream, stream, 0);
     assert!(whole.1);
     for at in 1..stream.len() {
@@ -92,7 +109,7 @@ fn json(s: &str) -> Value {
 
 #[test]
 fn anthropic_to_chat_lifecycle() {
-    let ev = every_split(Dialect::Chat, Dialect::Messages, ANTHROPIC_STREAM);
+    let ev = every_split(Dialect::Chat, Upstream::Messages, ANTHROPIC_STREAM);
     let data: Vec<&str> = ev.iter().map(|(_, d)| d.as_str()).collect();
     assert_eq!(data.last(), Some(&"[DONE]"));
     let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| json(d)).collect();
@@ -126,7 +143,7 @@ fn anthropic_to_chat_lifecycle() {
 
 #[test]
 fn chat_to_anthropic_lifecycle() {
-    let ev = every_split(Dialect::Messages, Dialect::Chat, CHAT_STREAM);
+    let ev = every_split(Dialect::Messages, Upstream::Chat, CHAT_STREAM);
     let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -164,19 +181,19 @@ fn azure_prompt_filter_chunk_does_not_name_the_answer() {
     let azure = format!(
         "data: {{\"choices\":[],\"created\":0,\"id\":\"\",\"model\":\"\",\"object\":\"\",\"prompt_filter_results\":[{{\"prompt_index\":0,\"content_filter_results\":{{}}}}]}}\n\n{CHAT_STREAM}"
     );
-    let ev = every_split(Dialect::Messages, Dialect::Chat, &azure);
+    let ev = every_split(Dialect::Messages, Upstream::Chat, &azure);
     assert_eq!(ev[0].0, "message_start");
     assert_eq!(json(&ev[0].1)["message"]["model"], "gpt");
     assert_eq!(
         ev,
-        every_split(Dialect::Messages, Dialect::Chat, CHAT_STREAM)
+        every_split(Dialect::Messages, Upstream::Chat, CHAT_STREAM)
     );
-    let ev = every_split(Dialect::Gemini, Dialect::Chat, &azure);
+    let ev = every_split(Dialect::Gemini, Upstream::Chat, &azure);
     assert!(
         ev.iter().all(|(_, d)| json(d)["modelVersion"] == "gpt"),
         "{ev:?}"
     );
-    let ev = every_split(Dialect::Responses, Dialect::Chat, &azure);
+    let ev = every_split(Dialect::Responses, Upstream::Chat, &azure);
     assert_eq!(check_responses(&ev)["model"], "gpt");
 }
 
@@ -214,7 +231,7 @@ fn check_responses(ev: &[(String, String)]) -> Value {
 
 #[test]
 fn anthropic_to_responses_lifecycle() {
-    let ev = every_split(Dialect::Responses, Dialect::Messages, ANTHROPIC_STREAM);
+    let ev = every_split(Dialect::Responses, Upstream::Messages, ANTHROPIC_STREAM);
     let r = check_responses(&ev);
     assert_eq!(r["status"], "completed");
     assert_eq!(r["usage"]["input_tokens"], 8);
@@ -224,7 +241,7 @@ fn anthropic_to_responses_lifecycle() {
 
 #[test]
 fn chat_to_responses_lifecycle() {
-    let ev = every_split(Dialect::Responses, Dialect::Chat, CHAT_STREAM);
+    let ev = every_split(Dialect::Responses, Upstream::Chat, CHAT_STREAM);
     let r = check_responses(&ev);
     assert_eq!(r["usage"]["input_tokens_details"]["cached_tokens"], 3);
     assert_eq!(r["output"][0]["content"][0]["text"], "日本é!");
@@ -232,7 +249,7 @@ fn chat_to_responses_lifecycle() {
 
 #[test]
 fn usage_is_reported_in_hub_terms() {
-    let mut t = Translator::new(Dialect::Chat, Dialect::Messages, false, Default::default());
+    let mut t = Translator::new(Dialect::Chat, Upstream::Messages, false, Default::default());
     let mut out = Vec::new();
     t.feed(ANTHROPIC_STREAM.as_bytes(), &mut out);
     let u = t.usage().unwrap().accounting();
@@ -244,13 +261,13 @@ fn usage_is_reported_in_hub_terms() {
 #[test]
 fn cut_streams_are_truncated_and_missing_done_is_tolerated() {
     let cut = &ANTHROPIC_STREAM[..ANTHROPIC_STREAM.find("event: message_delta").unwrap()];
-    let (_, ok) = run(Dialect::Chat, Dialect::Messages, cut, 0);
+    let (_, ok) = run(Dialect::Chat, Upstream::Messages, cut, 0);
     assert!(!ok);
     let no_done = CHAT_STREAM.trim_end_matches("data: [DONE]\n\n");
-    let (ev, ok) = run(Dialect::Messages, Dialect::Chat, no_done, 0);
+    let (ev, ok) = run(Dialect::Messages, Upstream::Chat, no_done, 0);
     assert!(ok);
     assert_eq!(ev.last().unwrap().0, "message_stop");
-    let (_, ok) = run(Dialect::Messages, Dialect::Chat, &CHAT_STREAM[..300], 0);
+    let (_, ok) = run(Dialect::Messages, Upstream::Chat, &CHAT_STREAM[..300], 0);
     assert!(!ok);
 }
 
@@ -258,11 +275,11 @@ fn cut_streams_are_truncated_and_missing_done_is_tolerated() {
 fn in_stream_errors_reach_the_client_in_its_dialect() {
     let s = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n\
              event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
-    let (ev, ok) = run(Dialect::Chat, Dialect::Messages, s, 0);
+    let (ev, ok) = run(Dialect::Chat, Upstream::Messages, s, 0);
     assert!(ok);
     let last = json(&ev.last().unwrap().1);
     assert_eq!(last["error"]["message"], "Overloaded");
-    let (ev, _) = run(Dialect::Responses, Dialect::Messages, s, 0);
+    let (ev, _) = run(Dialect::Responses, Upstream::Messages, s, 0);
     assert_eq!(ev.last().unwrap().0, "error");
 }
 
@@ -279,7 +296,7 @@ fn gemini_to_chat_lifecycle() {
         if !GEMINI_STREAM.is_char_boundary(at) {
             continue;
         }
-        let (events, ok) = run(Dialect::Chat, Dialect::Gemini, GEMINI_STREAM, at);
+        let (events, ok) = run(Dialect::Chat, Upstream::Gemini, GEMINI_STREAM, at);
         assert!(
             ok,
             "split at {at}: the stream ends with its finishReason chunk"
@@ -318,7 +335,7 @@ fn gemini_to_chat_lifecycle() {
 #[test]
 fn chat_to_gemini_lifecycle_sse_and_array() {
     for at in [0, 100, CHAT_STREAM.len() / 2, CHAT_STREAM.len()] {
-        let (events, ok) = run(Dialect::Gemini, Dialect::Chat, CHAT_STREAM, at);
+        let (events, ok) = run(Dialect::Gemini, Upstream::Chat, CHAT_STREAM, at);
         assert!(ok);
         let datas: Vec<Value> = events
             .iter()
@@ -347,7 +364,7 @@ fn chat_to_gemini_lifecycle_sse_and_array() {
         json_array_stream: true,
         ..Default::default()
     };
-    let mut t = Translator::new(Dialect::Gemini, Dialect::Chat, false, view);
+    let mut t = Translator::new(Dialect::Gemini, Upstream::Chat, false, view);
     let mut out = Vec::new();
     t.feed(CHAT_STREAM.as_bytes(), &mut out);
     assert!(t.finish(&mut out).is_ok());
@@ -395,24 +412,9 @@ fn converse_stream() -> Vec<u8> {
 /// Translates a binary stream fed in two pieces; the client events (ids blanked: each
 /// translator makes its own) and whether it finished cleanly.
 fn run_bytes(client: Dialect, stream: &[u8], at: usize) -> (Vec<(String, String)>, bool) {
-    let mut t = Translator::new(client, Dialect::Converse, true, Default::default());
-    let mut out = Vec::new();
-    let (a, b) = stream.split_at(at);
-    t.feed(a, &mut out);
-    t.feed(b, &mut out);
-    let ok = t.finish(&mut out).is_ok();
-    let mut events = Vec::new();
-    let mut p = SseParser::new();
+    let (out, ok) = translate_split(client, Upstream::Converse, stream, at);
     let text = String::from_utf8(out).unwrap();
-    let ids = regex_free_ids(&text);
-    p.feed(ids.as_bytes(), |e| {
-        events.push((
-            String::from_utf8(e.event.to_vec()).unwrap(),
-            without_clock(std::str::from_utf8(e.data).unwrap()),
-        ))
-    });
-    assert!(!p.is_mid_event(), "output ends mid-event");
-    (events, ok)
+    (events_of(regex_free_ids(&text).as_bytes()), ok)
 }
 
 /// `text` with every generated answer id (`msg_bdrk_...`) replaced by one name.
@@ -546,21 +548,21 @@ fn an_answer_ended_by_an_error_says_why() {
         t.error()
     };
     assert_eq!(
-        why(Dialect::Messages, Dialect::Chat, CHAT_STREAM.as_bytes()),
+        why(Dialect::Messages, Upstream::Chat, CHAT_STREAM.as_bytes()),
         None
     );
     let upstream_error = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n\
          event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
     assert_eq!(
-        why(Dialect::Chat, Dialect::Messages, upstream_error.as_bytes()),
+        why(Dialect::Chat, Upstream::Messages, upstream_error.as_bytes()),
         Some("upstream_stream_error")
     );
     let converse = converse_stream();
-    assert_eq!(why(Dialect::Chat, Dialect::Converse, &converse), None);
+    assert_eq!(why(Dialect::Chat, Upstream::Converse, &converse), None);
     let mut bad_crc = converse;
     bad_crc[30] ^= 1;
     assert_eq!(
-        why(Dialect::Chat, Dialect::Converse, &bad_crc),
+        why(Dialect::Chat, Upstream::Converse, &bad_crc),
         Some("upstream_stream_unreadable")
     );
     // One call past the bound, from each upstream that streams calls: its own reason, not
@@ -587,17 +589,12 @@ fn an_answer_ended_by_an_error_says_why() {
         ));
     }
     for (upstream, stream) in [
-        (Dialect::Chat, &chat),
-        (Dialect::Gemini, &gemini),
-        (Dialect::Messages, &messages),
+        (Upstream::Chat, &chat),
+        (Upstream::Gemini, &gemini),
+        (Upstream::Messages, &messages),
     ] {
-        for client in [
-            Dialect::Chat,
-            Dialect::Messages,
-            Dialect::Responses,
-            Dialect::Gemini,
-        ] {
-            if client == upstream {
+        for client in Dialect::ALL {
+            if upstream == client {
                 continue;
             }
             assert_eq!(
@@ -614,8 +611,11 @@ fn an_answer_ended_by_an_error_says_why() {
     );
     let long = delta.repeat(17);
     assert_eq!(
-        why(Dialect::Responses, Dialect::Chat, long.as_bytes()),
+        why(Dialect::Responses, Upstream::Chat, long.as_bytes()),
         Some("translated_answer_too_long")
     );
-    assert_eq!(why(Dialect::Messages, Dialect::Chat, long.as_bytes()), None);
+    assert_eq!(
+        why(Dialect::Messages, Upstream::Chat, long.as_bytes()),
+        None
+    );
 }
