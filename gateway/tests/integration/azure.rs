@@ -3,8 +3,6 @@
 //! as the upstream model, any client dialect on it, config errors naming the field, the key
 //! redacted, and the provider named in the access log and the metrics.
 
-use std::process::{Command, Stdio};
-
 use crate::support::*;
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -241,20 +239,8 @@ async fn the_azure_key_is_redacted() {
 
 /// `--check-config` on `config`: whether it passed, and its stderr.
 fn check(config: &str) -> (bool, String) {
-    let path = scratch("azure.toml");
-    std::fs::write(&path, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .arg("--config")
-        .arg(&path)
-        .arg("--check-config")
-        .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (ok, _, stderr) = check_config("azure.toml", config, &[(UPSTREAM_KEY_ENV, UPSTREAM_KEY)]);
+    (ok, stderr)
 }
 
 #[test]

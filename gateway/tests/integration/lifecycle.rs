@@ -208,22 +208,11 @@ async fn metrics_off_and_access_log_sinks() {
 }
 
 fn check(config: &str, extra_env: &[(&str, &str)]) -> (bool, String, String) {
-    let path = scratch("check.toml");
-    std::fs::write(&path, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .arg("--config")
-        .arg(&path)
-        .arg("--check-config")
-        .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
-        .envs(extra_env.iter().copied())
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let env: Vec<(&str, &str)> = [(UPSTREAM_KEY_ENV, UPSTREAM_KEY)]
+        .into_iter()
+        .chain(extra_env.iter().copied())
+        .collect();
+    check_config("check.toml", config, &env)
 }
 
 #[test]

@@ -6,23 +6,19 @@ use std::time::Duration;
 use crate::support::*;
 use http::StatusCode;
 
+/// Two keys (`gw-<name>`), the first under `limit`, and [`two_models`] on `base`.
+fn limited_and_other(limited: &str, limit: &str, other: &str, base: &str) -> String {
+    format!(
+        "[[keys]]\nname = \"{limited}\"\nkey = \"gw-{limited}\"\nrate_limit = {{ {limit} }}\n\n\
+         [[keys]]\nname = \"{other}\"\nkey = \"gw-{other}\"\n\n{}",
+        two_models(base)
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_requests_per_minute_gives_429_with_headers() {
     let mock = MockUpstream::start(MockConfig::default()).await.unwrap();
-    let config = format!(
-        r#"
-[[keys]]
-name = "slow"
-key = "gw-slow"
-rate_limit = {{ requests_per_minute = 2 }}
-
-[[keys]]
-name = "free"
-key = "gw-free"
-
-{}"#,
-        two_models(&mock.base_url())
-    );
+    let config = limited_and_other("slow", "requests_per_minute = 2", "free", &mock.base_url());
     let gw = TestGateway::start(&config).await;
     for _ in 0..2 {
         let r = gw
@@ -235,19 +231,11 @@ async fn key_tokens_per_minute_charges_streamed_usage() {
     })
     .await
     .unwrap();
-    let config = format!(
-        r#"
-[[keys]]
-name = "metered"
-key = "gw-metered"
-rate_limit = {{ tokens_per_minute = 3000 }}
-
-[[keys]]
-name = "other"
-key = "gw-other"
-
-{}"#,
-        two_models(&mock.base_url())
+    let config = limited_and_other(
+        "metered",
+        "tokens_per_minute = 3000",
+        "other",
+        &mock.base_url(),
     );
     let gw = TestGateway::start(&config).await;
     let r = gw

@@ -120,6 +120,27 @@ pub fn scratch(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("gateway-test-{}-{n}-{name}", std::process::id()))
 }
 
+/// `gateway --check-config` on `config` (written to a scratch file named after `name`), with
+/// `env` set: whether it passed, its stdout and its stderr.
+pub fn check_config(name: &str, config: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    let path = scratch(name);
+    std::fs::write(&path, config).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .arg("--config")
+        .arg(&path)
+        .arg("--check-config")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A gateway process. Killed on drop unless it was stopped.
 pub struct TestGateway {
     child: Child,

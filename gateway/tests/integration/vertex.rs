@@ -913,20 +913,8 @@ async fn an_echoed_token_is_redacted() {
 
 /// `--check-config` on `config`: whether it passed, and its stderr.
 fn check(config: &str, env: &[(&str, &str)]) -> (bool, String) {
-    let path = scratch("vertex.toml");
-    std::fs::write(&path, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .arg("--config")
-        .arg(&path)
-        .arg("--check-config")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (ok, _, stderr) = check_config("vertex.toml", config, env);
+    (ok, stderr)
 }
 
 #[test]
