@@ -748,13 +748,10 @@ pub(crate) fn to_bytes_sized(v: &impl serde::Serialize, capacity: usize) -> Vec<
 mod tests {
     use super::*;
     use crate::dialect::Provider;
+    use crate::dialect::{Dialect, Upstream};
 
     fn decode(v: &Value) -> Result<Request, TranslateError> {
-        crate::translate::decode_lenient(
-            crate::dialect::Dialect::Chat,
-            crate::dialect::Upstream::Messages,
-            v,
-        )
+        crate::translate::decode_lenient(Dialect::Chat, Upstream::Messages, v)
     }
 
     #[test]
@@ -943,7 +940,6 @@ mod tests {
 
     #[test]
     fn cache_control_maps_to_the_anthropic_block_and_is_dropped_elsewhere() {
-        use crate::dialect::Upstream;
         let r = decode(&opencode_body()).unwrap();
         assert!(r.dropped.is_empty(), "{:?}", r.dropped);
         let t = TargetInfo::plain(Provider::Anthropic, "up", 1);

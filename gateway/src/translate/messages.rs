@@ -682,13 +682,10 @@ fn tool_input(arguments: &str) -> Cow<'_, RawValue> {
 mod tests {
     use super::*;
     use crate::dialect::Provider;
+    use crate::dialect::{Dialect, Upstream};
 
     fn decode(v: &Value) -> Result<Request, TranslateError> {
-        crate::translate::decode_lenient(
-            crate::dialect::Dialect::Messages,
-            crate::dialect::Upstream::Chat,
-            v,
-        )
+        crate::translate::decode_lenient(Dialect::Messages, Upstream::Chat, v)
     }
 
     fn target() -> TargetInfo<'static> {

@@ -599,13 +599,10 @@ pub(crate) fn encode_response(r: &Response, view: &ClientView) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dialect::{Dialect, Upstream};
 
     fn decode(v: &Value) -> Result<Request, TranslateError> {
-        crate::translate::decode_lenient(
-            crate::dialect::Dialect::Responses,
-            crate::dialect::Upstream::Messages,
-            v,
-        )
+        crate::translate::decode_lenient(Dialect::Responses, Upstream::Messages, v)
     }
 
     #[test]

@@ -28,10 +28,14 @@ pub(super) fn str_field(v: &Value, k: &str) -> String {
 }
 
 pub(super) fn error_event(v: &Value) -> Event {
-    let err = v.get("error").unwrap_or(v);
+    error_of(v.get("error").unwrap_or(v), "type")
+}
+
+/// The error event of an upstream's error object `err`, its kind read from `kind_key`.
+pub(super) fn error_of(err: &Value, kind_key: &str) -> Event {
     Event::Error {
         kind: err
-            .get("type")
+            .get(kind_key)
             .and_then(Value::as_str)
             .unwrap_or("api_error")
             .to_owned(),
@@ -43,9 +47,10 @@ pub(super) fn error_event(v: &Value) -> Event {
     }
 }
 
-/// The start of the call past [`MAX_TOOL_CALLS`](crate::translate::hub::MAX_TOOL_CALLS), never recorded (so a decoder's state stays
-/// within the bound): the translator counts starts and ends the answer at this one, logged as
-/// `too_many_tool_calls`. An error event here would be logged as the upstream's own error.
+/// The start of the call past [`MAX_TOOL_CALLS`](crate::translate::hub::MAX_TOOL_CALLS),
+/// never recorded (so a decoder's state stays within the bound): the translator counts
+/// starts and ends the answer at this one, logged as `too_many_tool_calls`. An error event
+/// here would be logged as the upstream's own error.
 pub(super) fn over_the_tool_limit() -> Event {
     Event::ToolCallStart {
         id: String::new(),

@@ -25,18 +25,7 @@ impl GeminiDecoder {
         };
         if let Some(e) = v.error {
             let tree = serde_json::from_str::<Value>(e.get()).unwrap_or(Value::Null);
-            out.push(Event::Error {
-                kind: tree
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .unwrap_or("api_error")
-                    .to_owned(),
-                message: tree
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("upstream error")
-                    .to_owned(),
-            });
+            out.push(super::decode::error_of(&tree, "status"));
             return;
         }
         if !self.started {

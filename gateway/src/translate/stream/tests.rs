@@ -103,17 +103,12 @@ fn every_split(client: Dialect, upstream: Upstream, stream: &str) -> Vec<(String
     whole.0
 }
 
-fn json(s: &str) -> Value {
-    serde_json::from_str(s).unwrap()
-}
-
-#[test]
-fn anthropic_to_chat_lifecycle() {
-    let ev = every_split(Dialect::Chat, Upstream::Messages, ANTHROPIC_STREAM);
+/// A chat client's chunks before `[DONE]`, checked to carry the streams' one answer: the
+/// text `日本é!` and a call's arguments `{"a":1}`.
+fn chat_chunks_with_the_answer(ev: &[(String, String)]) -> Vec<Value> {
     let data: Vec<&str> = ev.iter().map(|(_, d)| d.as_str()).collect();
     assert_eq!(data.last(), Some(&"[DONE]"));
     let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| json(d)).collect();
-    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let text: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
@@ -124,6 +119,18 @@ fn anthropic_to_chat_lifecycle() {
         .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
         .collect();
     assert_eq!(args, "{\"a\":1}");
+    chunks
+}
+
+fn json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap()
+}
+
+#[test]
+fn anthropic_to_chat_lifecycle() {
+    let ev = every_split(Dialect::Chat, Upstream::Messages, ANTHROPIC_STREAM);
+    let chunks = chat_chunks_with_the_answer(&ev);
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let start = chunks
         .iter()
         .find(|c| c["choices"][0]["delta"]["tool_calls"][0]["id"] == "toolu_1")
@@ -447,19 +454,7 @@ fn converse_to_every_client_at_every_split() {
         }
     }
     let (ev, _) = run_bytes(Dialect::Chat, &s, 0);
-    let data: Vec<&str> = ev.iter().map(|(_, d)| d.as_str()).collect();
-    assert_eq!(data.last(), Some(&"[DONE]"));
-    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| json(d)).collect();
-    let text: String = chunks
-        .iter()
-        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
-        .collect();
-    assert_eq!(text, "日本é!");
-    let args: String = chunks
-        .iter()
-        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
-        .collect();
-    assert_eq!(args, "{\"a\":1}");
+    let chunks = chat_chunks_with_the_answer(&ev);
     assert_eq!(
         chunks[chunks.len() - 2]["choices"][0]["finish_reason"],
         "tool_calls"
