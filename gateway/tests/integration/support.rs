@@ -662,49 +662,78 @@ pub fn sse_data(body: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// A TCP relay in front of an upstream that counts the connections it carried and how many
-/// of them are closed: a way to see the gateway cancel an upstream request.
-pub struct Relay {
+/// A listener on 127.0.0.1 (an ephemeral port) that hands each connection it accepts to
+/// `on_conn`, on a task of its own; stopped on drop. The test servers below are each one.
+pub struct Server {
     pub addr: SocketAddr,
-    opened: Arc<AtomicU64>,
-    closed: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Relay {
-    pub async fn start(target: SocketAddr) -> Relay {
+impl Server {
+    pub async fn start<F, Fut>(on_conn: F) -> Server
+    where
+        F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let opened = Arc::new(AtomicU64::new(0));
-        let closed = Arc::new(AtomicU64::new(0));
-        let (o, c) = (opened.clone(), closed.clone());
         let task = tokio::spawn(async move {
             loop {
-                let Ok((mut inbound, _)) = listener.accept().await else {
+                let Ok((s, _)) = listener.accept().await else {
                     continue;
                 };
-                o.fetch_add(1, Ordering::SeqCst);
-                let c = c.clone();
-                tokio::spawn(async move {
-                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
-                        let _ = inbound.set_nodelay(true);
-                        let _ = outbound.set_nodelay(true);
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                    }
-                    c.fetch_add(1, Ordering::SeqCst);
-                });
+                tokio::spawn(on_conn(s));
             }
         });
-        Relay {
-            addr,
-            opened,
-            closed,
-            task,
-        }
+        Server { addr, task }
     }
 
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A TCP relay in front of an upstream that counts the connections it carried and how many
+/// of them are closed: a way to see the gateway cancel an upstream request.
+pub struct Relay {
+    opened: Arc<AtomicU64>,
+    closed: Arc<AtomicU64>,
+    server: Server,
+}
+
+impl Relay {
+    pub async fn start(target: SocketAddr) -> Relay {
+        let opened = Arc::new(AtomicU64::new(0));
+        let closed = Arc::new(AtomicU64::new(0));
+        let (o, c) = (opened.clone(), closed.clone());
+        let server = Server::start(move |mut inbound| {
+            o.fetch_add(1, Ordering::SeqCst);
+            let c = c.clone();
+            async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                    let _ = inbound.set_nodelay(true);
+                    let _ = outbound.set_nodelay(true);
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+                c.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .await;
+        Relay {
+            opened,
+            closed,
+            server,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
     }
 
     pub fn opened(&self) -> u64 {
@@ -730,73 +759,50 @@ impl Relay {
     }
 }
 
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 /// A scripted raw-HTTP upstream: reads one request per connection (head and a
 /// content-length body), writes each step's bytes after its delay, then closes the
 /// connection or, with `stall`, holds it open without writing.
 pub struct RawUpstream {
-    pub addr: SocketAddr,
     requests: Arc<AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
+    server: Server,
 }
 
 impl RawUpstream {
     pub async fn start(script: Vec<(Duration, Vec<u8>)>, stall: bool) -> RawUpstream {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let requests = Arc::new(AtomicU64::new(0));
         let count = requests.clone();
         let script = Arc::new(script);
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((mut s, _)) = listener.accept().await else {
-                    continue;
-                };
-                let script = script.clone();
-                let count = count.clone();
-                tokio::spawn(async move {
-                    if read_request(&mut s).await.is_none() {
+        let server = Server::start(move |mut s| {
+            let script = script.clone();
+            let count = count.clone();
+            async move {
+                if read_request(&mut s).await.is_none() {
+                    return;
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                for (delay, bytes) in script.iter() {
+                    tokio::time::sleep(*delay).await;
+                    if s.write_all(bytes).await.is_err() {
                         return;
                     }
-                    count.fetch_add(1, Ordering::SeqCst);
-                    for (delay, bytes) in script.iter() {
-                        tokio::time::sleep(*delay).await;
-                        if s.write_all(bytes).await.is_err() {
-                            return;
-                        }
-                    }
-                    if stall {
-                        // Until the peer goes away.
-                        let _ = s.read(&mut [0u8; 64]).await;
-                    }
-                });
+                }
+                if stall {
+                    // Until the peer goes away.
+                    let _ = s.read(&mut [0u8; 64]).await;
+                }
             }
-        });
-        RawUpstream {
-            addr,
-            requests,
-            task,
-        }
+        })
+        .await;
+        RawUpstream { requests, server }
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.base_url()
     }
 
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for RawUpstream {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -874,9 +880,8 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
 /// An upstream whose every connection is handed to `handler` after its first request was
 /// read: the test writes whatever bytes (or resets) it wants. Request heads are recorded.
 pub struct FnUpstream {
-    pub addr: SocketAddr,
     heads: Arc<Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
+    server: Server,
 }
 
 impl FnUpstream {
@@ -885,43 +890,31 @@ impl FnUpstream {
         F: Fn(tokio::net::TcpStream, String) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let heads = Arc::new(Mutex::new(Vec::new()));
         let h = heads.clone();
         let handler = Arc::new(handler);
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((mut s, _)) = listener.accept().await else {
-                    continue;
+        let server = Server::start(move |mut s| {
+            let h = h.clone();
+            let handler = handler.clone();
+            async move {
+                let Some((head, _body)) = read_request(&mut s).await else {
+                    return;
                 };
-                let h = h.clone();
-                let handler = handler.clone();
-                tokio::spawn(async move {
-                    let Some((head, _body)) = read_request(&mut s).await else {
-                        return;
-                    };
-                    h.lock().unwrap().push(head.clone());
-                    handler(s, head).await;
-                });
+                h.lock().unwrap().push(head.clone());
+                handler(s, head).await;
             }
-        });
-        FnUpstream { addr, heads, task }
+        })
+        .await;
+        FnUpstream { heads, server }
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.base_url()
     }
 
     /// The request heads received so far, lower-cased.
     pub fn heads(&self) -> Vec<String> {
         self.heads.lock().unwrap().clone()
-    }
-}
-
-impl Drop for FnUpstream {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -1098,9 +1091,8 @@ pub async fn gateway_with_stalled_stream(
 /// byte pieces `answer` returns for it, written one by one with a pause between them (so
 /// the gateway reads them apart: split events, split UTF-8), then closes the connection.
 pub struct ScriptedUpstream {
-    pub addr: SocketAddr,
     requests: Arc<Mutex<Vec<(String, Value)>>>,
-    task: tokio::task::JoinHandle<()>,
+    server: Server,
 }
 
 impl ScriptedUpstream {
@@ -1109,56 +1101,40 @@ impl ScriptedUpstream {
         F: Fn(&str, &Value) -> Vec<Vec<u8>> + Send + Sync + 'static,
     {
         use tokio::io::AsyncWriteExt;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = requests.clone();
         let answer = Arc::new(answer);
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((mut s, _)) = listener.accept().await else {
-                    continue;
+        let server = Server::start(move |mut s| {
+            let _ = s.set_nodelay(true);
+            let seen = seen.clone();
+            let answer = answer.clone();
+            async move {
+                let Some((head, body)) = read_request(&mut s).await else {
+                    return;
                 };
-                let _ = s.set_nodelay(true);
-                let seen = seen.clone();
-                let answer = answer.clone();
-                tokio::spawn(async move {
-                    let Some((head, body)) = read_request(&mut s).await else {
+                let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let pieces = answer(&head, &json);
+                seen.lock().unwrap().push((head, json));
+                for p in pieces {
+                    if s.write_all(&p).await.is_err() {
                         return;
-                    };
-                    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let pieces = answer(&head, &json);
-                    seen.lock().unwrap().push((head, json));
-                    for p in pieces {
-                        if s.write_all(&p).await.is_err() {
-                            return;
-                        }
-                        let _ = s.flush().await;
-                        tokio::time::sleep(Duration::from_millis(2)).await;
                     }
-                });
+                    let _ = s.flush().await;
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
             }
-        });
-        ScriptedUpstream {
-            addr,
-            requests,
-            task,
-        }
+        })
+        .await;
+        ScriptedUpstream { requests, server }
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.base_url()
     }
 
     /// The requests received so far: lower-cased head and JSON body.
     pub fn requests(&self) -> Vec<(String, Value)> {
         self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for ScriptedUpstream {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
