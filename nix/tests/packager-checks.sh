@@ -91,7 +91,7 @@ refused opt0 "the release profile has opt-level = 0"
 crate "$work/split-debuginfo" "" $'debug = true\nsplit-debuginfo = "packed"'
 refused split-debuginfo 'split-debuginfo = "packed": the chain ships bin/hello alone'
 crate "$work/strip-arg" 'extraCargoArgs = "--config profile.release.strip=true";'
-refused strip-arg "cargo arguments set profile.release.strip"
+refused strip-arg "cargo arguments set --config profile.release.strip=true"
 crate "$work/strip-flag" 'extraRustflags = "-Clink-args=-Wl,--strip-all";'
 refused strip-flag "rustflags strip the binary"
 crate "$work/profile-flag" 'extraRustflags = "-Cprofile-generate=/tmp/x";'
@@ -106,6 +106,21 @@ crate "$work/cfg-rustflags" ""
 mkdir -p "$work/cfg-rustflags/.cargo"
 printf '[target.%s]\nrustflags = ["--cfg", "probe"]\n' "'cfg(unix)'" >"$work/cfg-rustflags/.cargo/config.toml"
 refused cfg-rustflags "sets rustflags under target.'cfg(unix)'"
+# Every place a rustflag can come from (issue 50): -Copt-level=0 passed the preflight and the
+# whole chain from extraRustflags while the proof's profile_release said opt-level 3.
+crate "$work/opt0-flag" 'extraRustflags = "-Copt-level=0";'
+refused opt0-flag "rustflags (extraRustflags) set -Copt-level=0, which overrides the release profile's opt-level = 3"
+crate "$work/opt0-config" ""
+mkdir -p "$work/opt0-config/.cargo"
+printf '[build]\nrustflags = ["-C", "opt-level=0"]\n' >"$work/opt0-config/.cargo/config.toml"
+refused opt0-config "rustflags (.cargo/config.toml build.rustflags) set -Copt-level=0"
+crate "$work/opt1-target" "" "opt-level = 2"
+mkdir -p "$work/opt1-target/.cargo"
+printf '[target.x86_64-unknown-linux-gnu]\nrustflags = ["-Copt-level=1"]\n' \
+  >"$work/opt1-target/.cargo/config.toml"
+refused opt1-target "target.x86_64-unknown-linux-gnu.rustflags) set -Copt-level=1, which overrides the release profile's opt-level = 2"
+crate "$work/config-arg-rustflags" "extraCargoArgs = \"--config build.rustflags=['-Copt-level=0']\";"
+refused config-arg-rustflags "cargo arguments set --config build.rustflags="
 crate "$work/no-lock" ""
 rm "$work/no-lock/Cargo.lock"
 refused no-lock "src has no Cargo.lock"
