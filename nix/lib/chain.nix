@@ -426,7 +426,13 @@ in
   # What the preflight resolved, evaluated on its own by scripts/chain-nix-host.sh before it
   # vendors or builds anything (throws its refusals).
   "${binName}-preflight" = {
-    inherit (preflight) profile shipStrip configRustflags;
+    inherit (preflight)
+      profile
+      shipStrip
+      stripSetting
+      configRustflags
+      rustflagSources
+      ;
     inherit cargoArgs symbolMangling;
   };
   inherit checks;

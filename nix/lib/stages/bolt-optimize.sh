@@ -19,7 +19,7 @@
 #   KEEP_DEBUG_INFO  1: BOLT_FLAGS must carry -update-debug-sections, and an input with
 #                 .debug_info must give an output with it; 0: dropped. The proof's debug_info
 #                 says which: kept, dropped, or none (the input had none)
-#   SHIP_STRIP    symbols: the crate's profile says strip = true, which the chain's builds
+#   SHIP_STRIP    symbols: the crate asks strip = true or "symbols", which the chain's builds
 #                 could not honour (BOLT needs the symbols and relocations): the output is
 #                 stripped here, keeping .note.bolt_info; none (default): shipped as BOLT wrote it
 #   SHIP_STRIP_SETTING  the crate's own words for it (`Cargo.toml [profile.release] strip =
@@ -138,7 +138,8 @@ else
   debug_info=dropped
 fi
 
-# The size the crate intends: strip = true, applied after BOLT (which needed the symbols).
+# The size the crate intends: strip = true or "symbols", applied after BOLT (which needed the
+# symbols).
 shipped="$work/$BIN_NAME.bolt"
 case ${SHIP_STRIP:-none} in
   none) ;;
