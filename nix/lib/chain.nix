@@ -57,9 +57,10 @@
   workload ? null,
   workloads ? null,
   # Files the workload reads (a corpus, queries, recorded requests): a path, copied into the
-  # store as `<pname>-training-data` (filtered: no VCS directories, build outputs or result
-  # links) and named to every workload run by TRAINING_DATA. An input of the training stages
-  # only: an edit retrains and rebuilds what follows training, nothing before it.
+  # store as `<pname>-training-data` (filtered: no VCS directories or result links; a
+  # directory named target may be data) and named to every workload run by TRAINING_DATA.
+  # An input of the training stages only: an edit retrains and rebuilds what follows
+  # training, nothing before it.
   trainingData ? null,
   binName ? "gateway",
   # The cargo package that holds the binary, when its name is not the binary's (ripgrep's
@@ -140,7 +141,6 @@ let
               ".git"
               ".hg"
               ".jj"
-              "target"
             ]
             || builtins.match "result(-.*)?" base != null && type == "symlink"
           );
