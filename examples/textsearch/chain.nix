@@ -9,7 +9,8 @@
 { pkgs, mkPgoBoltChain }:
 let
   root = toString ./.;
-  # Only what cargo reads: editing the workload, the README or the Nix files rebuilds nothing.
+  # Only what cargo reads: editing the workload, the training data, the README or the Nix
+  # files rebuilds no cargo build.
   cargoFiles =
     path: _type:
     let
@@ -32,7 +33,12 @@ mkPgoBoltChain {
   # `workload.sh BIN` generates corpora and runs BIN on them, checking every output against
   # grep, wc and awk; it exits 0 only when every run was right.
   workload = pkgs.writeShellScript "textsearch-workload" (builtins.readFile ./workload.sh);
-  # workload.sh runs textsearch 35 times; each process writes one profile file: fewer means
-  # one did not exit normally.
+  # The searches its users run most (training/queries.txt), which the workload runs and
+  # checks: copied into the store on their own and named to the workload as $TRAINING_DATA, an
+  # input of the two training stages only (an edit retrains; the plain and instrumented builds
+  # stay cached).
+  trainingData = ./training;
+  # workload.sh runs textsearch 35 times, and once per training query; each process writes one
+  # profile file: fewer means one did not exit normally.
   minProfiles = 35;
 }

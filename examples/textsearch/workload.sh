@@ -9,6 +9,9 @@
 # in the Nix build sandbox.
 #
 # TEXTSEARCH_WORKLOAD_LINES (default 40000, at least 1000) sets the size of the corpora.
+# TRAINING_DATA: the directory of training data (the chain sets it to the store path of
+# chain.nix's `trainingData = ./training;`); default: training/ beside this script. Its
+# queries.txt lists the searches users run most: each is run and checked.
 set -euo pipefail
 
 # grep, wc, awk and sort then compare and fold bytes (ASCII only), whatever the caller's locale.
@@ -34,6 +37,12 @@ case $lines in
 esac
 if [ "$lines" -lt 1000 ]; then
   echo "workload: TEXTSEARCH_WORKLOAD_LINES=$lines is under 1000: too few for the checks" >&2
+  exit 2
+fi
+
+queries=${TRAINING_DATA:-$(dirname "$0")/training}/queries.txt
+if [ ! -s "$queries" ]; then
+  echo "workload: no training data: $queries is missing or empty (TRAINING_DATA)" >&2
   exit 2
 fi
 
@@ -188,6 +197,28 @@ run 0 search -o -i zürich "$b"
 same "search -o -i zürich" "$(wc -l <"$out")" \
   "$(grep_ref -o -F -e zürich -e Zürich -e ZÜRICH "$b" | wc -l)"
 
+# --- search: the training data's queries ----------------------------------------------------
+n_queries=0
+while read -r flags pattern; do
+  case $flags in '' | '#'*) continue ;; esac
+  case $flags in
+    -) flags="" ;;
+    -*[!iwcno]*) fail "training data: bad flags '$flags' in $queries" ;;
+  esac
+  [ -n "$pattern" ] || fail "training data: a line of $queries has no pattern"
+  n_queries=$((n_queries + 1))
+  want=0
+  # shellcheck disable=SC2086 # FLAGS: empty or one bundle
+  grep_ref $flags -F -e "$pattern" "$a" >"$work/ref"
+  # Exit 1 when no line matches (with -c too, as grep's): what -i and -w alone decide.
+  match_flags=${flags//[!iw]/}
+  grep -q ${match_flags:+"-$match_flags"} -F -e "$pattern" "$a" || want=1
+  # shellcheck disable=SC2086
+  run "$want" search $flags -- "$pattern" "$a"
+  same_file "training query '${flags:--} $pattern'" "$out" "$work/ref"
+done <"$queries"
+[ "$n_queries" -gt 0 ] || fail "training data: $queries lists no query"
+
 # --- search: no match (exit 1) and errors (exit 2) ------------------------------------------
 run 1 search zyzzyva "$a"
 [ ! -s "$out" ] || fail "search zyzzyva: printed something without a match"
@@ -241,4 +272,4 @@ expect_error "generate with a bad number" "ten"
 run 2
 expect_error "no command" "missing command"
 
-echo "workload: $runs runs of $(basename "$bin") passed every check (corpora of $lines lines)" >&2
+echo "workload: $runs runs of $(basename "$bin") passed every check (corpora of $lines lines, $n_queries training queries)" >&2

@@ -56,6 +56,12 @@
   src,
   workload ? null,
   workloads ? null,
+  # Files the workload reads (a corpus, queries, recorded requests): a path, copied into the
+  # store as `<pname>-training-data` (filtered: no VCS directories or result links; a
+  # directory named target may be data) and named to every workload run by TRAINING_DATA.
+  # An input of the training stages only: an edit retrains and rebuilds what follows
+  # training, nothing before it.
+  trainingData ? null,
   binName ? "gateway",
   # The cargo package that holds the binary, when its name is not the binary's (ripgrep's
   # is `rg`): cargo-build.sh names this argument when `-p` matches no package.
@@ -116,6 +122,31 @@ let
           w
       ) workloads;
   workloadList = if parts == null then [ workload ] else builtins.attrValues parts;
+  # A path literal is filtered and copied under a fixed name (so moving the directory changes
+  # nothing); a store path (a derivation, `builtins.path` of the caller's own) is used as is.
+  trainingDataPath =
+    if trainingData == null then
+      null
+    else if builtins.isPath trainingData then
+      builtins.path {
+        path = trainingData;
+        name = "${pname}-training-data";
+        filter =
+          path: type:
+          let
+            base = baseNameOf path;
+          in
+          !(
+            builtins.elem base [
+              ".git"
+              ".hg"
+              ".jj"
+            ]
+            || builtins.match "result(-.*)?" base != null && type == "symlink"
+          );
+      }
+    else
+      trainingData;
   # What both profile stages pass: a workload and its contract.
   workloadEnv = w: {
     STAGE_COMMON = common;
@@ -124,7 +155,8 @@ let
     BIN_NAME = binName;
     MIN_PROFILES = toString minProfiles;
     WORKLOAD_TIMEOUT = toString workloadTimeout;
-  };
+  }
+  // (if trainingDataPath == null then { } else { TRAINING_DATA = trainingDataPath; });
   # train NAME ENV SCRIPT: the profile stage NAME, run on the workload or fanned out over the
   # parts (NAME-<part> each, then NAME merges them; its `parts` are the part derivations).
   train =
@@ -277,6 +309,21 @@ let
       }
     );
     SYMBOL_MANGLING = symbolMangling;
+    # Every rustflag this build applied, by where it came from, in order (the preflight
+    # checked the first two): the proof says what reached rustc, not only the profile.
+    RUSTFLAGS_APPLIED = builtins.toJSON (
+      preflight.rustflagSources
+      ++ [
+        {
+          source = "symbolMangling";
+          flags = preflight.manglingFlags;
+        }
+        {
+          source = "chain (the profile-use stage)";
+          flags = pgoFlags;
+        }
+      ]
+    );
   } ''OUT_DIR="$out" ${stage "pgo-gate.sh"}'';
 
   trainedBoltProfile = train "${pname}-bolt-profile" {
@@ -301,14 +348,14 @@ let
       boltFlags
       ++ extraBoltFlags
       ++ (if keepDebugInfo then [ "-update-debug-sections" ] else [ ])
-      # A crate that asks for strip = true asks for a small binary: BOLT aligns its new code
-      # to 2 MiB for huge pages, which only -hugify would use, and pads the file to that (sd:
-      # 8.6 MB stripped with it, 3.2 MB without, 3.9 MB for the unstripped PGO input).
-      ++ (if preflight.shipStrip == "symbols" then [ "-no-huge-pages" ] else [ ])
     );
     KEEP_DEBUG_INFO = if keepDebugInfo then "1" else "0";
-    # The crate's strip = true, applied to the shipped binary only (the chain built with symbols).
+    # The crate's strip = true or "symbols", applied to the shipped binary only (the chain
+    # built with symbols), and quoted as the crate wrote it.
     SHIP_STRIP = preflight.shipStrip;
+    SHIP_STRIP_SETTING = preflight.stripSetting;
+    # The crate's own build, for the proof's size: the shipped binary beside it.
+    PLAIN_BIN = "${plain}/bin/${binName}";
     STRIP = tools.strip;
     BIN_NAME = binName;
   } (stage "bolt-optimize.sh");
@@ -345,6 +392,7 @@ let
             plain
           ]
           ++ map storePathOf workloadList
+          ++ (if trainingDataPath == null then [ ] else [ (storePathOf trainingDataPath) ])
           ++ builtins.attrValues (trained.parts or { })
           ++ builtins.attrValues (trainedBoltProfile.parts or { })
         )
@@ -378,7 +426,13 @@ in
   # What the preflight resolved, evaluated on its own by scripts/chain-nix-host.sh before it
   # vendors or builds anything (throws its refusals).
   "${binName}-preflight" = {
-    inherit (preflight) profile shipStrip configRustflags;
+    inherit (preflight)
+      profile
+      shipStrip
+      stripSetting
+      configRustflags
+      rustflagSources
+      ;
     inherit cargoArgs symbolMangling;
   };
   inherit checks;

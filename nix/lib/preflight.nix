@@ -6,8 +6,10 @@
 # Reads the release profile as cargo resolves it for the chain's builds: the workspace root's
 # Cargo.toml, overridden by src's .cargo/config.toml (or .cargo/config), overridden by
 # `--config profile.release.KEY=VALUE` in the cargo arguments; and the rustflags of that
-# config file, which the chain's RUSTFLAGS would otherwise silently replace. What each
-# refusal means: docs/chain.md "Packager checklist".
+# config file, which the chain's RUSTFLAGS would otherwise silently replace, and of
+# extraRustflags: every place a rustflag of the chain's builds can come from (cargo's
+# CARGO_ENCODED_RUSTFLAGS, which would replace them all, is refused by stages/cargo-build.sh).
+# What each refusal means: docs/chain.md "Packager checklist".
 #
 # Arguments: src (the cargo workspace), binName, cargoArgs (the cargo arguments of every build,
 # one string), extraRustflags, keepDebugInfo, symbolMangling, hostTriple.
@@ -19,6 +21,10 @@
 #   shipStrip        "symbols" when the crate asked for a stripped binary: the chain builds
 #                    with symbols (BOLT needs them) and strips <bin>-pgo-bolt's output
 #   profile          the effective release profile, as the proofs record it
+#   rustflagSources  [ { source, flags } ]: the rustflags every stage applies, by where they
+#                    come from (the config file, extraRustflags), as pgo-proof.json records them
+#   stripSetting     the crate's strip setting in its own words and place
+#                    (`Cargo.toml [profile.release] strip = "symbols"`), or "" when unset
 {
   src,
   binName,
@@ -120,6 +126,21 @@ let
       "none"
     else
       s;
+  # The crate's own words for strip, quoted in the messages and the proof: `strip = "symbols"`
+  # and `strip = true` ask for the same, but a packager searches for what their file says.
+  stripSetting =
+    let
+      v = given.strip;
+      shown = if v == true then "true" else if v == false then "false" else "\"${toString v}\"";
+    in
+    if argProfile ? strip then
+      "--config profile.release.strip=${shown}"
+    else if config.profile.release.strip or null != null then
+      ".cargo/${baseNameOf (toString configPath)} [profile.release] strip = ${shown}"
+    else if given ? strip then
+      "Cargo.toml [profile.release] strip = ${shown}"
+    else
+      "";
   lto =
     let
       l = given.lto or false;
@@ -151,6 +172,68 @@ let
 
   has = re: s: match ".*(${re}).*" s != null;
   allRustflags = "${configRustflags} ${extraRustflags}";
+  # Where each of the chain's rustflags comes from, as every stage applies them (in this
+  # order, before the stage's own): recorded in pgo-proof.json's `rustflags_applied`.
+  configSource =
+    if config.target.${hostTriple}.rustflags or null != null then
+      ".cargo/${baseNameOf (toString configPath)} target.${hostTriple}.rustflags"
+    else
+      ".cargo/${baseNameOf (toString configPath)} build.rustflags";
+  rustflagSources = filter (s: s.flags != "") [
+    {
+      source = configSource;
+      flags = configRustflags;
+    }
+    {
+      source = "extraRustflags";
+      flags = extraRustflags;
+    }
+  ];
+  # The opt-level rustc gets from rustflags: RUSTFLAGS follow cargo's own `-C opt-level=` from
+  # the profile, and rustc takes the last value of a codegen option, so a flag here overrides
+  # the profile in every rustc call (`-O` is opt-level 3). null: none.
+  optLevelIn =
+    flags:
+    let
+      go =
+        prev: ws:
+        if ws == [ ] then
+          prev
+        else
+          let
+            w = head ws;
+            rest = builtins.tail ws;
+            joined = match "(-C|--codegen)=?opt-level=(.*)" w;
+            split =
+              if
+                elem w [
+                  "-C"
+                  "--codegen"
+                ]
+                && rest != [ ]
+              then
+                match "opt-level=(.*)" (head rest)
+              else
+                null;
+          in
+          if w == "-O" then
+            go "3" rest
+          else if joined != null then
+            go (builtins.elemAt joined 1) rest
+          else if split != null then
+            go (head split) (builtins.tail rest)
+          else
+            go prev rest;
+    in
+    go null (flagList flags);
+  flagOptLevel = optLevelIn allRustflags;
+  # The source whose opt-level wins (the last that sets one), for the refusal to name.
+  optLevelSource = builtins.foldl' (
+    acc: s: if optLevelIn s.flags != null then s.source else acc
+  ) "" rustflagSources;
+  # `--config build.rustflags=...` / `target.<t>.rustflags`: cargo ignores both under RUSTFLAGS
+  # (set in every chain build), so they would be silently dropped.
+  configArgRustflags = filter (c: match "(build|target\.[^=]*)\.rustflags=.*" c != null) configArgs;
   owned = filter (
     w:
     elem w [
@@ -198,17 +281,36 @@ let
           "symbols"
         ];
         why =
-          "cargo arguments set profile.release.strip: the chain links with symbols and"
+          "cargo arguments set ${stripSetting}: the chain links with symbols and"
           + " relocations (BOLT reads them) and strips ${binName}-pgo-bolt itself when the"
-          + " crate's profile says strip = true; drop the --config and set strip in the"
-          + " crate's [profile.release]";
+          + " crate's profile says strip = true or \"symbols\"; drop the --config and set"
+          + " strip in the crate's [profile.release]";
       }
       {
         when = has stripsRe allRustflags;
         why =
           "rustflags strip the binary (-Cstrip or a linker --strip-all): BOLT needs the"
           + " symbols and the --emit-relocs relocations; drop the flag (the chain strips"
-          + " ${binName}-pgo-bolt itself when the crate's profile says strip = true)";
+          + " ${binName}-pgo-bolt itself when the crate's profile says strip = true or"
+          + " \"symbols\")";
+      }
+      {
+        # Below the profile's, or 0, it defeats what the profile guides while the proof's
+        # profile_release would record the profile's value; any other value belongs there too.
+        when = flagOptLevel != null && flagOptLevel != profile.opt-level;
+        why =
+          "rustflags (${optLevelSource}) set -Copt-level=${toString flagOptLevel}, which"
+          + " overrides the release"
+          + " profile's opt-level = ${profile.opt-level} in every rustc call (the proof would"
+          + " record ${profile.opt-level}); drop the flag and set opt-level in the crate's"
+          + " [profile.release] (or --config profile.release.opt-level=... in extraCargoArgs)";
+      }
+      {
+        when = configArgRustflags != [ ];
+        why =
+          "cargo arguments set --config ${head configArgRustflags}: cargo ignores config"
+          + " rustflags under RUSTFLAGS, which every chain build sets; give them as"
+          + " `extraRustflags`";
       }
       {
         when = has "profile-generate|profile-use|profile-sample-use" allRustflags;
@@ -252,7 +354,12 @@ if refusals != [ ] then
   )
 else
   {
-    inherit profile configRustflags;
+    inherit
+      profile
+      configRustflags
+      rustflagSources
+      stripSetting
+      ;
     shipStrip = if strip == "symbols" then "symbols" else "none";
     # Linking with symbols and --emit-relocs: strip = "symbols" becomes "debuginfo" for the
     # chain's builds (rust-lld refuses --strip-all with --emit-relocs).

@@ -42,7 +42,7 @@ in
   mergeFdata = "${bolt}/bin/merge-fdata";
   boltRuntimeLib = "${bolt}/lib/libbolt_rt_instr.a";
   readelf = "${pkgs.binutils-unwrapped}/bin/readelf";
-  # The shipped binary only, when the crate's profile says strip = true (bolt-optimize.sh):
+  # The shipped binary only, when the crate asks strip = true or "symbols" (bolt-optimize.sh):
   # LLVM's, as GNU strip breaks BOLT's segment layout.
   strip = "${rust}/lib/rustlib/${hostTriple}/bin/llvm-strip";
 }

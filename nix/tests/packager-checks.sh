@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tier d, the packager's side (issue 37): what a crate carries that the chain cannot take is
 # named within seconds, before vendoring or any build; what the chain can do itself, it does.
-#   1. the preflight's refusals (nix/lib/preflight.nix), one crate each, through the README's
+#   1. the preflight's refusals (nix/lib/preflight.nix), one crate each (rustflags from every
+#      source among them), through the README's
 #      packager command (CHAIN_FILE=... scripts/chain-nix-host.sh): each must fail naming its
 #      cause, in under a minute, before vendoring (its vendor directory never appears);
 #   2. what the chain does itself, on a small crate with `strip = true` and `.cargo/config.toml`
@@ -13,7 +14,9 @@
 #      (BOLT_LINE_BUFFER), BOLT's runtime aborts and the stage names that, not the workload;
 #   4. the other diagnoses of a failed workload, on a stand-in binary: its own checks failed
 #      (stdin passed on and TERM forwarded by the recorder), a process that failed with the
-#      stderr the workload discarded, an LLVM profile runtime error.
+#      stderr the workload discarded, an LLVM profile runtime error;
+#   5. docs/chain.md's holdoutGate example as written, on examples/textsearch's builds (tier
+#      c's store): it passes, and fails when PGO+BOLT needs more instructions than plain.
 #
 # Usage: nix/tests/packager-checks.sh [WORKDIR]   (root, the README's packages)
 set -euo pipefail
@@ -91,7 +94,7 @@ refused opt0 "the release profile has opt-level = 0"
 crate "$work/split-debuginfo" "" $'debug = true\nsplit-debuginfo = "packed"'
 refused split-debuginfo 'split-debuginfo = "packed": the chain ships bin/hello alone'
 crate "$work/strip-arg" 'extraCargoArgs = "--config profile.release.strip=true";'
-refused strip-arg "cargo arguments set profile.release.strip"
+refused strip-arg "cargo arguments set --config profile.release.strip=true"
 crate "$work/strip-flag" 'extraRustflags = "-Clink-args=-Wl,--strip-all";'
 refused strip-flag "rustflags strip the binary"
 crate "$work/profile-flag" 'extraRustflags = "-Cprofile-generate=/tmp/x";'
@@ -106,6 +109,21 @@ crate "$work/cfg-rustflags" ""
 mkdir -p "$work/cfg-rustflags/.cargo"
 printf '[target.%s]\nrustflags = ["--cfg", "probe"]\n' "'cfg(unix)'" >"$work/cfg-rustflags/.cargo/config.toml"
 refused cfg-rustflags "sets rustflags under target.'cfg(unix)'"
+# Every place a rustflag can come from (issue 50): -Copt-level=0 passed the preflight and the
+# whole chain from extraRustflags while the proof's profile_release said opt-level 3.
+crate "$work/opt0-flag" 'extraRustflags = "-Copt-level=0";'
+refused opt0-flag "rustflags (extraRustflags) set -Copt-level=0, which overrides the release profile's opt-level = 3"
+crate "$work/opt0-config" ""
+mkdir -p "$work/opt0-config/.cargo"
+printf '[build]\nrustflags = ["-C", "opt-level=0"]\n' >"$work/opt0-config/.cargo/config.toml"
+refused opt0-config "rustflags (.cargo/config.toml build.rustflags) set -Copt-level=0"
+crate "$work/opt1-target" "" "opt-level = 2"
+mkdir -p "$work/opt1-target/.cargo"
+printf '[target.x86_64-unknown-linux-gnu]\nrustflags = ["-Copt-level=1"]\n' \
+  >"$work/opt1-target/.cargo/config.toml"
+refused opt1-target "target.x86_64-unknown-linux-gnu.rustflags) set -Copt-level=1, which overrides the release profile's opt-level = 2"
+crate "$work/config-arg-rustflags" "extraCargoArgs = \"--config build.rustflags=['-Copt-level=0']\";"
+refused config-arg-rustflags "cargo arguments set --config build.rustflags="
 crate "$work/no-lock" ""
 rm "$work/no-lock/Cargo.lock"
 refused no-lock "src has no Cargo.lock"
@@ -150,6 +168,10 @@ grep -q '"rustflags": "--cfg chain_probe ' "$shipped/share/hello/pgo-proof.json"
   fail "pgo-proof.json's rustflags do not start with the config's"
 grep -q '"cargo_args": "--release --locked -p hello --bin hello --config profile.release.codegen-units=4"' \
   "$shipped/share/hello/pgo-proof.json" || fail "pgo-proof.json's cargo_args are not the defaults plus extraCargoArgs"
+grep -q '"strip_setting": "Cargo.toml \[profile.release\] strip = true"' "$shipped/share/hello/bolt-proof.json" ||
+  fail "bolt-proof.json does not quote the crate's strip = true"
+grep -qF '"rustflags_applied": [{"flags":"--cfg chain_probe --check-cfg cfg(chain_probe)","source":".cargo/config.toml build.rustflags"}' \
+  "$shipped/share/hello/pgo-proof.json" || fail "pgo-proof.json's rustflags_applied does not name the config's rustflags"
 grep -q '"codegen-units":"4"' "$shipped/share/hello/pgo-proof.json" ||
   fail "pgo-proof.json's profile_release does not take the --config of extraCargoArgs"
 echo "  ok: shipped stripped ($(stat -c %s "$(readlink -f "$shipped/bin/hello")") bytes, .note.bolt_info kept), the PGO binary with symbols, config rustflags passed on, extraCargoArgs added to the defaults"
@@ -267,4 +289,35 @@ grep -q 'boom: the real cause' "$work/diag-hidden-stderr.log" ||
 diagnosed profile-runtime "the instrumented binary failed, not the workload: LLVM Profile Error: Failed to write file" '
 "$bin" fail "LLVM Profile Error: Failed to write file \"x.profraw\": No space left on device" 0 &&
 "$bin" fail "LLVM Profile Error: Failed to write file \"x.profraw\": No space left on device" 1 || exit 1'
+echo "== docs/chain.md's holdoutGate example, on examples/textsearch (its stages from tier c)"
+# The documented gate as written (valgrind by Debian's path: the host pkgs has none, as the docs
+# say), on a held-out corpus: it passes on textsearch's builds, and fails with PGO+BOLT and plain
+# swapped (a "PGO+BOLT" that needs more instructions than "plain").
+ho=$work/holdout
+rm -rf "$ho"
+mkdir -p "$ho/holdout"
+(cd "$repo/examples/textsearch" && git ls-files --cached --others --exclude-standard -z |
+  tar --null -T - -cf -) | tar -C "$ho" -xf -
+gate=$(awk '/^  holdoutGate =$/ { on = 1 } on { print } on && $0 == "    \047\047;" { exit }' "$repo/docs/chain.md" |
+  sed 's#${pkgs.valgrind}/bin/valgrind#/usr/bin/valgrind#; s#my-tool#textsearch#g')
+[ -n "$gate" ] || fail "docs/chain.md has no holdoutGate example"
+holdout_chain() { # SWAP: true to swap plain and pgoBolt
+  sed '/^  minProfiles = 35;$/d; $d' "$repo/examples/textsearch/chain.nix" >"$ho/chain.nix"
+  printf '  minProfiles = 35;\n  holdoutGate = args: (let\n%s\n  in holdoutGate) (if %s then args // { plain = args.pgoBolt; pgoBolt = args.plain; } else args);\n}\n' \
+    "$(printf '%s\n' "$gate" | sed 's/^  holdoutGate =$/    holdoutGate =/')" "$1" >>"$ho/chain.nix"
+}
+# Held out: text no workload generates (this repository's docs).
+cat "$repo"/docs/*.md "$repo/README.md" >"$ho/holdout/input.txt"
+holdout_chain false
+CHAIN_FILE="$ho/chain.nix" CHAIN_ATTRS=checks.holdout "$repo/scripts/chain-nix-host.sh" "$ho.out" \
+  >"$ho.pass.log" 2>&1 || { tail -n 30 "$ho.pass.log" >&2; fail "the documented holdout gate fails on textsearch"; }
+grep -E 'instructions, plain' "$ho.pass.log" | sed 's#^/nix/store/[^/]*/#  #'
+holdout_chain true
+if CHAIN_FILE="$ho/chain.nix" CHAIN_ATTRS=checks.holdout "$repo/scripts/chain-nix-host.sh" "$ho.out" \
+  >"$ho.fail.log" 2>&1; then
+  fail "the documented holdout gate passed a PGO+BOLT build worse than plain"
+fi
+grep -q 'regressed on held-out input' "$ho.fail.log" || { tail -n 30 "$ho.fail.log" >&2; fail "the swapped gate failed otherwise"; }
+echo "  ok: passes on textsearch's builds, fails on a PGO+BOLT worse than plain: $(grep -m1 'regressed' "$ho.fail.log" | sed 's#/nix/store/[^/]*/##')"
+
 echo "packager checks: PASS in $(($(date +%s) - t0)) s"

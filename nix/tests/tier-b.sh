@@ -231,10 +231,10 @@ echo "  $out" | cut -c1-300
 expect "pname and version from Cargo.toml" "$out" '["tsearch-pgo-bolt-0.1.0","tsearch-profile","tsearch-pgo-0.1.0","tsearch-check-closure",'
 expect "package apart from binName" "$out" "--locked -p textsearch --bin ts"
 expect "the cargo builds' names" "$out" '"tsearch-0.1.0"'
-expect "extraBoltFlags, after the defaults, and debug info kept" "$out" '-dyno-stats -x-extra -update-debug-sections","1","tsearch-pgo-bolt","tsearch-pgo"'
+expect "extraBoltFlags, after the defaults, and debug info kept" "$out" '-no-huge-pages -use-old-text -x-extra -update-debug-sections","1","tsearch-pgo-bolt","tsearch-pgo"'
 expect "version given" "$out" '"ts-pgo-bolt-9.9.9"'
 expect "package defaults to binName" "$out" "--locked -p ts --bin ts"
-expect "keepDebugInfo = false" "$out" '-dyno-stats","0"]'
+expect "keepDebugInfo = false" "$out" '-use-old-text","0"]'
 if refused=$(nix eval "${nixf[@]}" --impure --raw "$flake#lib" --apply "lib: (lib.mkPgoBoltChain {
     pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
     src = builtins.toFile \"Cargo.toml\" \"\"; binName = \"other\"; workload = \"/bin/true\";
@@ -242,6 +242,21 @@ if refused=$(nix eval "${nixf[@]}" --impure --raw "$flake#lib" --apply "lib: (li
   fail "mkPgoBoltChain named a version from a src without Cargo.toml: $refused"
 fi
 expect "a src without a version" "$refused" "give \`version\`"
+# Rustflags from every source (issue 50): -Copt-level=0 in extraRustflags built the whole chain
+# while the proof said opt-level 3. Refused at evaluation; a flag that passes is recorded by source.
+if refused=$(nix eval "${nixf[@]}" --impure --raw "$flake#lib" --apply "lib: (lib.mkPgoBoltChain {
+    pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+    src = $repo/examples/textsearch; binName = \"textsearch\"; workload = \"/bin/true\";
+    extraRustflags = \"-Copt-level=0\"; }).textsearch-pgo.drvPath" 2>&1); then
+  fail "mkPgoBoltChain accepted extraRustflags = \"-Copt-level=0\""
+fi
+expect "extraRustflags = -Copt-level=0" "$refused" "rustflags (extraRustflags) set -Copt-level=0"
+out=$(ev --impure --raw "$flake#lib" --apply "lib: (lib.mkPgoBoltChain {
+    pkgs = (builtins.getFlake \"path:$stubs/nixpkgs\").legacyPackages.x86_64-linux;
+    src = $repo/examples/textsearch; binName = \"textsearch\"; workload = \"/bin/true\";
+    extraRustflags = \"-Ctarget-cpu=x86-64-v2\"; }).textsearch-pgo.RUSTFLAGS_APPLIED")
+expect "pgo-proof's rustflags_applied" "$out" '{"flags":"-Ctarget-cpu=x86-64-v2","source":"extraRustflags"}'
+expect "pgo-proof's rustflags_applied" "$out" '"source":"chain (the profile-use stage)"'
 for rel in examples/textsearch/chain.nix nix/tests/fixtures/ripgrep/chain.nix; do
   echo "== nix/host/packager.nix: $rel's chainAttrs"
   attrs=$(nix-instantiate --eval "$repo/nix/host/packager.nix" --arg chainFile "$repo/$rel" \
@@ -251,6 +266,59 @@ for rel in examples/textsearch/chain.nix nix/tests/fixtures/ripgrep/chain.nix; d
   [ "$attrs" = "\"$bin-instrumented $bin-profile $bin-pgo-build $bin-pgo $bin-bolt-profile $bin-pgo-bolt $bin checks.closure checks.pgo-proof\"" ] ||
     fail "$rel's chainAttrs are $attrs"
 done
+echo "== trainingData: examples/textsearch's training/ is an input of the training stages only"
+# Every stage's and check's drvPath of the textsearch chain on a copy of the example (the
+# packager command's evaluation), before and after one edit: an edit of the training data (or
+# of the workload) must change the profile stages and what follows them, and nothing before.
+td=$(mktemp -d /var/tmp/tier-b-training.XXXXXX)
+trap 'rm -f "$errlog"; rm -rf "$td"' EXIT
+(cd "$repo" && git ls-files -z --cached --others --exclude-standard examples/textsearch |
+  tar --null -T - -cf -) | tar -C "$td" -xf -
+ts_drvs() {
+  nix-instantiate --eval --read-write-mode --strict --json -E "let
+      c = import $repo/nix/host/packager.nix { chainFile = $td/examples/textsearch/chain.nix;
+        rustSysroot = \"/nonexistent\"; vendorDir = \"/nonexistent\"; };
+      names = [ \"textsearch\" \"textsearch-instrumented\" \"textsearch-profile\"
+        \"textsearch-pgo-build\" \"textsearch-pgo\" \"textsearch-bolt-profile\"
+        \"textsearch-pgo-bolt\" ];
+    in map (n: n + \"=\" + c.\${n}.drvPath) names
+      ++ map (n: \"checks.\" + n + \"=\" + c.checks.\${n}.drvPath) (builtins.attrNames c.checks)
+      ++ [ (\"data=\" + c.textsearch-profile.TRAINING_DATA)
+           (\"boltData=\" + c.textsearch-bolt-profile.TRAINING_DATA) ]" 2>"$errlog" |
+    tr -d '[]"' | tr ',' '\n' | sort || { cat "$errlog" >&2; return 1; }
+}
+ts_drvs >"$td/base" || fail "the textsearch chain does not evaluate"
+data=$(sed -n 's/^data=//p' "$td/base")
+expect "textsearch-profile.TRAINING_DATA" "$data" "-textsearch-training-data"
+[ "$(sed -n 's/^boltData=//p' "$td/base")" = "$data" ] || fail "the BOLT training sees other training data"
+[ "$(cat "$data/queries.txt")" = "$(cat "$repo/examples/textsearch/training/queries.txt")" ] ||
+  fail "TRAINING_DATA does not hold training/queries.txt"
+# ts_changed FILE LINE: the names whose derivation an appended LINE changes (restored after).
+ts_changed() {
+  cp "$td/examples/textsearch/$1" "$td/saved"
+  printf '%s\n' "$2" >>"$td/examples/textsearch/$1"
+  ts_drvs >"$td/edited" || fail "the textsearch chain does not evaluate after editing $1"
+  cp "$td/saved" "$td/examples/textsearch/$1"
+  join -t= -j1 "$td/base" "$td/edited" | awk -F= '$2 != $3 { print $1 }' | words
+}
+words() { sort | tr '\n' ' ' | sed 's/ $//'; }
+trained="checks.closure checks.pgo-proof textsearch-profile textsearch-pgo-build textsearch-pgo
+  textsearch-bolt-profile textsearch-pgo-bolt"
+want=$(printf '%s\n' $trained data boltData | words)
+got=$(ts_changed training/queries.txt "-c edit")
+[ "$got" = "$want" ] || fail "a training data edit changed [$got], expected [$want]"
+echo "  ok: a training data edit changes: $got; not textsearch, textsearch-instrumented"
+want=$(printf '%s\n' $trained | words)
+got=$(ts_changed workload.sh "# edit")
+[ "$got" = "$want" ] || fail "a workload edit changed [$got], expected [$want]"
+echo "  ok: a workload edit changes the same stages"
+# A build's result link beside the data is not data.
+ln -s /nonexistent "$td/examples/textsearch/training/result"
+ts_drvs >"$td/edited" || fail "the textsearch chain does not evaluate with a result link"
+rm "$td/examples/textsearch/training/result"
+cmp -s "$td/base" "$td/edited" || fail "a result link in training/ changed the chain"
+echo "  ok: a result link in training/ changes nothing"
+
 echo "== the host pkgs refuses what it does not offer, naming docs/chain.md"
 if refused=$(nix-instantiate --eval -E "(import $repo/nix/host/pkgs.nix {}).lib.optional" 2>&1); then
   fail "the host pkgs offered lib: $refused"
@@ -366,14 +434,14 @@ echo "  ok: 3 training shapes, its own workload and holdout check"
 
 echo "== the template: nix flake init -t, then the packager's flake evaluates"
 tpl=$(mktemp -d /var/tmp/tier-b-template.XXXXXX)
-trap 'rm -f "$errlog"; rm -rf "$tpl"' EXIT
+trap 'rm -f "$errlog"; rm -rf "$tpl" "$td"' EXIT
 # `nix flake init` takes no lock flags: the template is read without this flake's inputs.
 (cd "$tpl" && nix flake init --extra-experimental-features 'nix-command flakes' \
   --option substituters '' --option build-users-group '' -t "$flake" 2>"$errlog") || {
   cat "$errlog" >&2
   fail "nix flake init -t"
 }
-for f in flake.nix chain.nix workload.sh Cargo.toml Cargo.lock src/main.rs; do
+for f in flake.nix chain.nix workload.sh training/queries.txt Cargo.toml Cargo.lock src/main.rs; do
   [ -e "$tpl/$f" ] || fail "the template lacks $f"
 done
 # The template's flake takes this repository as its `pgo-bolt` input (its nixpkgs follows

@@ -76,6 +76,23 @@ sed 's/^/  /' "$ts/stage-timings.txt"
 grep -E '"(raw_files|raw_bytes|functions|functions_executed)"' "$ts/result-textsearch-profile/manifest.json" "$ts/result-textsearch-bolt-profile/manifest.json" |
   sed 's/^/  /'
 grep -E '"(functions_with_profile|functions_total)"' "$ts/result-textsearch-pgo-bolt/share/textsearch/bolt-proof.json" | sed 's/^/  /'
+# Its training data (chain.nix's trainingData = ./training) reached the workload: one process
+# per query of training/queries.txt beside the 35 of its own checks.
+queries=$(grep -cvE '^(#|$)' "$repo/examples/textsearch/training/queries.txt")
+raw=$(sed -nE 's/.*"raw_files": ([0-9]+).*/\1/p' "$ts/result-textsearch-profile/manifest.json" | head -n1)
+[ "$raw" = $((35 + queries)) ] ||
+  fail "textsearch-profile counts $raw processes, not 35 + $queries training queries: TRAINING_DATA did not reach the workload"
+echo "  ok: the workload ran the $queries training queries ($raw processes)"
+# What BOLT costs in bytes against the crate's own build (the proof's size); the gateway's
+# ring assembly keeps its old text (-use-old-text refused, named).
+for proof in "$ts/result-textsearch-pgo-bolt/share/textsearch/bolt-proof.json" \
+  "$outdir/result-gateway-pgo-bolt/share/gateway/bolt-proof.json"; do
+  grep -o '"size": {[^}]*}' "$proof" | sed 's/^/  /' || fail "$proof has no size"
+  grep -o '"use_old_text": "[^"]*"' "$proof" | sed 's/^/  /' || fail "$proof has no use_old_text"
+done
+grep -q '"use_old_text": "refused: cannot ignore non-empty function ring_' \
+  "$outdir/result-gateway-pgo-bolt/share/gateway/bolt-proof.json" ||
+  fail "the gateway's proof does not name the function that kept -use-old-text out"
 # The optimized binary must still do its job: the example's own workload checks every output.
 bash "$repo/examples/textsearch/workload.sh" "$ts/result-textsearch-pgo-bolt/bin/textsearch" ||
   fail "textsearch-pgo-bolt fails its own workload"

@@ -188,6 +188,12 @@ expect_refused cargo-build unresolved-token "the builder did not stage the profi
   cargo_stage unresolved-token "-Cprofile-use=@pgoProfile@"
 expect_refused cargo-build profile-given "PGO_PROFILE is not read here" \
   cargo_stage profile-given "-Copt-level=3" "$gate_dir/profile/gateway.profdata"
+# cargo reads CARGO_ENCODED_RUSTFLAGS before RUSTFLAGS (issue 50): set, even empty, it would
+# build without the stage's flags.
+encoded_stage() {
+  CARGO_ENCODED_RUSTFLAGS='' cargo_stage encoded-rustflags "-Copt-level=3"
+}
+expect_refused cargo-build encoded-rustflags "CARGO_ENCODED_RUSTFLAGS is set" encoded_stage
 use_flags staged "-Cprofile-use=@pgoProfile@ -Clink-args=-Wl,--emit-relocs" \
   "$gate_dir/profile/gateway.profdata" || fail "pgo-use-flags with a profile and the token failed: $(cat "$gate_dir/staged.out")"
 [ "$(cat "$gate_dir/staged.flags")" = \

@@ -12,14 +12,22 @@
 #   LLVM_BOLT     absolute path of llvm-bolt
 #   READELF       absolute path of readelf
 #   BOLT_FLAGS    the optimization flags (see chain.nix; never -use-gnu-stack: it drops
-#                 GNU_STACK and the tokio thread stacks become executable)
+#                 GNU_STACK and the tokio thread stacks become executable). With
+#                 -use-old-text, a binary whose old text BOLT cannot empty (it refuses to
+#                 leave a function in place: ring's hand-written assembly) is rewritten
+#                 without it; the proof's `use_old_text` says which
 #   KEEP_DEBUG_INFO  1: BOLT_FLAGS must carry -update-debug-sections, and an input with
 #                 .debug_info must give an output with it; 0: dropped. The proof's debug_info
 #                 says which: kept, dropped, or none (the input had none)
-#   SHIP_STRIP    symbols: the crate's profile says strip = true, which the chain's builds
+#   SHIP_STRIP    symbols: the crate asks strip = true or "symbols", which the chain's builds
 #                 could not honour (BOLT needs the symbols and relocations): the output is
 #                 stripped here, keeping .note.bolt_info; none (default): shipped as BOLT wrote it
-#   STRIP         absolute path of llvm-strip, read when SHIP_STRIP=symbols
+#   SHIP_STRIP_SETTING  the crate's own words for it (`Cargo.toml [profile.release] strip =
+#                 "symbols"`), quoted in the log and the proof (optional)
+#   STRIP         absolute path of llvm-strip, read when SHIP_STRIP=symbols or PLAIN_BIN is
+#                 given with SHIP_STRIP=symbols
+#   PLAIN_BIN     the crate's own build (the plain stage) (optional): the proof's `size` then
+#                 sets the shipped binary beside it, stripped the crate's way
 #   BIN_NAME      the binary's name (bin/<BIN_NAME>; the stage is <BIN_NAME>-pgo-bolt)
 #   OUT_DIR       install prefix (defaults to $out): bin/, share/<BIN_NAME>/
 set -euo pipefail
@@ -63,12 +71,33 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bolt.XXXXXX")
 cp "$PGO_BIN" "$work/$BIN_NAME"
 cp "$FDATA" "$work/$BIN_NAME.fdata"
 chmod u+w "$work/$BIN_NAME" "$work/$BIN_NAME.fdata"
-# shellcheck disable=SC2086 # BOLT_FLAGS is a word list by design
-(cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" "$BIN_NAME" -o "$BIN_NAME.bolt" \
-  -data="$BIN_NAME.fdata" $BOLT_FLAGS) >"$work/bolt.log" 2>&1 || {
-  cat "$work/bolt.log" >&2
-  die "llvm-bolt failed"
+# bolt FLAGS: llvm-bolt on the copy, its log in bolt.log.
+bolt() {
+  # shellcheck disable=SC2086 # the flags are a word list by design
+  (cd "$work" && exec -a llvm-bolt "$LLVM_BOLT" "$BIN_NAME" -o "$BIN_NAME.bolt" \
+    -data="$BIN_NAME.fdata" $1) >"$work/bolt.log" 2>&1
 }
+# -use-old-text puts the new code into the original .text, which BOLT otherwise keeps beside
+# it (sd: 3.24 MB shipped without, 2.63 MB with, 2.39 MB for its own stripped build; the same
+# instructions). It needs every function moved out: BOLT refuses a function it cannot
+# rewrite ("cannot ignore non-empty function ... in current mode"; the gateway's ring
+# assembly), and then the old text stays.
+use_old_text=no
+case " $BOLT_FLAGS " in *" -use-old-text "*) use_old_text=yes ;; esac
+if ! bolt "$BOLT_FLAGS"; then
+  if [ "$use_old_text" = yes ] && grep -q 'cannot ignore non-empty function' "$work/bolt.log"; then
+    note "-use-old-text refused ($(grep -m1 -o 'cannot ignore non-empty function [^ ]*' "$work/bolt.log")): rewriting with the old text kept"
+    use_old_text="refused: $(grep -m1 -o 'cannot ignore non-empty function [^ ]*' "$work/bolt.log")"
+    BOLT_FLAGS=$(printf '%s\n' $BOLT_FLAGS | grep -vx -- '-use-old-text' | paste -sd ' ' -)
+    bolt "$BOLT_FLAGS" || {
+      cat "$work/bolt.log" >&2
+      die "llvm-bolt failed"
+    }
+  else
+    cat "$work/bolt.log" >&2
+    die "llvm-bolt failed"
+  fi
+fi
 grep -E 'BOLT-(INFO|WARNING): .*(relocation mode|profile|functions)' "$work/bolt.log" >&2 || true
 
 grep -q 'enabling relocation mode' "$work/bolt.log" ||
@@ -109,7 +138,8 @@ else
   debug_info=dropped
 fi
 
-# The size the crate intends: strip = true, applied after BOLT (which needed the symbols).
+# The size the crate intends: strip = true or "symbols", applied after BOLT (which needed the
+# symbols).
 shipped="$work/$BIN_NAME.bolt"
 case ${SHIP_STRIP:-none} in
   none) ;;
@@ -137,11 +167,30 @@ case ${SHIP_STRIP:-none} in
       die "strip left a symbol table or debug info"
     [ "$("$READELF" -lW "$work/$BIN_NAME.shipped" | grep GNU_STACK | awk '{print $7}')" = RW ] ||
       die "the stripped output's GNU_STACK is not plain RW"
-    note "stripped (the crate's strip = true): $(bytes_of "$shipped") -> $(bytes_of "$work/$BIN_NAME.shipped") bytes"
+    note "stripped (the crate's ${SHIP_STRIP_SETTING:-strip = true}): $(bytes_of "$shipped") -> $(bytes_of "$work/$BIN_NAME.shipped") bytes"
     shipped="$work/$BIN_NAME.shipped"
     ;;
   *) die "SHIP_STRIP must be none or symbols, not '$SHIP_STRIP'" ;;
 esac
+
+# What the chain costs in bytes: the shipped binary beside the crate's own build (the plain
+# stage, stripped as the crate's profile asks), for the proof's `size`.
+size_fields=()
+if [ -n "${PLAIN_BIN:-}" ]; then
+  need_exe PLAIN_BIN "$PLAIN_BIN"
+  crate_build="$PLAIN_BIN"
+  crate_how="the plain stage as built"
+  if [ "${SHIP_STRIP:-none}" = symbols ]; then
+    "$STRIP" --strip-all -o "$work/$BIN_NAME.plain-stripped" "$PLAIN_BIN" || die "strip of the plain build failed"
+    crate_build="$work/$BIN_NAME.plain-stripped"
+    crate_how="the plain stage stripped (${SHIP_STRIP_SETTING:-strip = true})"
+  fi
+  crate_bytes=$(bytes_of "$crate_build")
+  shipped_bytes=$(bytes_of "$shipped")
+  ratio=$(awk -v s="$shipped_bytes" -v c="$crate_bytes" 'BEGIN { printf "%.3f", s / c }')
+  note "size: shipped $shipped_bytes bytes, the crate's own build $crate_bytes ($crate_how): ${ratio}x"
+  size_fields=(size "{\"shipped_bytes\": $shipped_bytes, \"crate_build_bytes\": $crate_bytes, \"crate_build\": $(json_str "$crate_how"), \"ratio\": $ratio}")
+fi
 
 bolt_version=$("$LLVM_BOLT" --version 2>&1 | grep -E 'LLVM version|BOLT revision' | sed -E 's/^[[:space:]]+//' | paste -sd ';' -)
 mkdir -p "$OUT_DIR/bin" "$OUT_DIR/share/$BIN_NAME"
@@ -157,11 +206,14 @@ json_object "$tmp" \
   output_sha256 "$(json_str "$(sha256_of "$shipped")")" \
   output_bytes "$(bytes_of "$shipped")" \
   strip "$(json_str "${SHIP_STRIP:-none}")" \
+  strip_setting "$(json_str "${SHIP_STRIP_SETTING:-}")" \
+  use_old_text "$(json_str "$use_old_text")" \
   bolt_version "$(json_str "$bolt_version")" \
   gnu_stack "$(json_str "$(printf '%s' "$stack" | awk '{print $7}')")" \
   debug_info "$(json_str "$debug_info")" \
   bolt_info "$(json_str "$(printf '%s\n' "$note_text" | grep -o 'BOLT revision.*' | head -n1)")" \
-  flags "$(json_str "-data=$BIN_NAME.fdata $BOLT_FLAGS")"
+  flags "$(json_str "-data=$BIN_NAME.fdata $BOLT_FLAGS")" \
+  "${size_fields[@]}"
 install -m 0755 "$shipped" "$OUT_DIR/bin/$BIN_NAME"
 install -m 0644 "$PGO_PROOF" "$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
 install -m 0644 "$tmp" "$OUT_DIR/share/$BIN_NAME/bolt-proof.json"

@@ -32,6 +32,11 @@ need_var CARGO_STDERR_LOG
 case "${RUSTFLAGS:-}" in
   *@pgoProfile@*) die "RUSTFLAGS name @pgoProfile@: the builder did not stage the profile (pgo-use-flags.sh) before the build" ;;
 esac
+# cargo takes CARGO_ENCODED_RUSTFLAGS before RUSTFLAGS, even empty: set, it would replace this
+# stage's flags (the profile, the mangling, the preflight-checked ones) without a word. Only an
+# environment outside Nix carries it (scripts/chain-local.sh inherits the caller's).
+[ -z "${CARGO_ENCODED_RUSTFLAGS+set}" ] ||
+  die "CARGO_ENCODED_RUSTFLAGS is set: cargo would build with it instead of this stage's RUSTFLAGS; unset it (give the flags as extraRustflags)"
 [ -z "${PGO_PROFILE:-}" ] || die "PGO_PROFILE is not read here: stage it with pgo-use-flags.sh before the first phase that runs cargo"
 note "RUSTFLAGS='${RUSTFLAGS:-}' target='${CARGO_BUILD_TARGET:-host}' args='$*'"
 

@@ -24,7 +24,8 @@
 #   MAX_MISSING_PROFILES  allowed "no profile data available" warnings (default 0)
 #   CARGO_ARGS            the build's cargo arguments; PROFILE_RELEASE the release profile the
 #                         chain's preflight resolved (a JSON object); SYMBOL_MANGLING v0 or
-#                         legacy: recorded when given (nix/lib/chain.nix always gives them)
+#                         legacy; RUSTFLAGS_APPLIED the rustflags by source (a JSON list of
+#                         { source, flags }): recorded when given (nix/lib/chain.nix gives them)
 #
 # What a different toolchain changes, and how this gate says so (the flake pins fenix stable,
 # Rust 1.97.1; CI builds with the host's 1.95): the LLVM major of rustc and llvm-profdata
@@ -105,6 +106,7 @@ build_fields=()
 [ -z "${CARGO_ARGS:-}" ] || build_fields+=(cargo_args "$(json_str "$(scrub_store "$CARGO_ARGS")")")
 [ -z "${PROFILE_RELEASE:-}" ] || build_fields+=(profile_release "$PROFILE_RELEASE")
 [ -z "${SYMBOL_MANGLING:-}" ] || build_fields+=(symbol_mangling "$(json_str "$SYMBOL_MANGLING")")
+[ -z "${RUSTFLAGS_APPLIED:-}" ] || build_fields+=(rustflags_applied "$(scrub_store "$RUSTFLAGS_APPLIED")")
 proof="$OUT_DIR/share/$BIN_NAME/pgo-proof.json"
 mkdir -p "$OUT_DIR/bin" "$(dirname "$proof")"
 json_object "$proof.tmp" \

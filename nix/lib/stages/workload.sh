@@ -8,7 +8,8 @@
 # runs it:
 #   - in a fresh, empty working directory, stdin from /dev/null, TMPDIR its own;
 #   - with the stage's environment plus the profile variable (LLVM_PROFILE_FILE for PGO; for
-#     BOLT nothing: the instrumented binary names its own output file);
+#     BOLT nothing: the instrumented binary names its own output file), and TRAINING_DATA, the
+#     store path of the chain's `trainingData`, when given;
 #   - under a time limit of WORKLOAD_TIMEOUT seconds (default 3600): a hung workload fails
 #     the build instead of holding the builder forever.
 # Each process of the binary that exits normally (return from main or exit(); not a signal
@@ -23,6 +24,11 @@ run_workload() {
   shift 3
   mkdir -p "$dir/cwd" "$dir/tmp"
   note "workload: $(scrub_store "$workload") $(basename "$bin")"
+  # The chain's trainingData, named to the workload by TRAINING_DATA (chain.nix).
+  if [ -n "${TRAINING_DATA:-}" ]; then
+    [ -e "$TRAINING_DATA" ] || die "TRAINING_DATA names $TRAINING_DATA, which does not exist"
+    note "training data: $(scrub_store "$TRAINING_DATA")"
+  fi
   (cd "$dir/cwd" && exec env TMPDIR="$dir/tmp" "$@" timeout --kill-after=30 "$limit" \
     "$workload" "$bin") </dev/null || status=$?
   case $status in
