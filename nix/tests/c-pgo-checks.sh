@@ -8,7 +8,8 @@
 #      profile, and finds the C function the training ran in the profile;
 #   2. fail-closed: `hash mismatch` in a build script's C (the profile was trained on other C)
 #      and a clang of another LLVM major each fail the gate, with no proof and no binary;
-#   3. c-flags.sh refuses flags without the token and a profile not staged, and resolves it.
+#   3. c-objects.sh refuses a target dir that is not the build's (an empty list would say "no
+#      C"); c-flags.sh refuses flags without the token and a profile not staged, and resolves it.
 #
 # Usage: nix/tests/c-pgo-checks.sh [WORKDIR]   (the README's packages: clang-22, llvm-22)
 set -euo pipefail
@@ -128,6 +129,14 @@ printf '#!/bin/sh\necho "clang version 21.1.8"\n' >clang-21
 chmod +x clang-21
 build other-llvm hot.c
 CLANG_UNDER_TEST="$work/clang-21" expect_refused other-llvm "not clang of rustc's LLVM"
+
+# A target dir that is not the build's (the wrong working directory) must not read as "no C".
+if env STAGE_COMMON="$stages/common.sh" C_TARGET_DIR="$work/nowhere" TARGET=$triple READELF="$(command -v readelf)" \
+  CLANG="$clang" C_OBJECTS_OUT="$work/nowhere.out" bash "$stages/c-objects.sh" >nowhere.log 2>&1; then
+  fail "c-objects.sh listed a target dir that does not exist"
+fi
+grep -q "not the build's target dir" nowhere.log || fail "c-objects.sh: $(cat nowhere.log)"
+echo "  ok: c-objects.sh refuses a directory that is not the build's target dir"
 
 echo "== c-flags.sh"
 mkdir -p staged

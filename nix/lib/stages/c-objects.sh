@@ -31,6 +31,9 @@ need_var C_OBJECTS_OUT
 need_exe READELF "${READELF:-}"
 need_exe CLANG "${CLANG:-}"
 build_dir="$C_TARGET_DIR/$TARGET/release/build"
+# The release dir exists after every build; without it this is not the build's target dir, and
+# an empty list would say "no C" instead.
+[ -d "$C_TARGET_DIR/$TARGET/release" ] || die "no $C_TARGET_DIR/$TARGET/release: not the build's target dir"
 mkdir -p "$C_OBJECTS_OUT"
 "$CLANG" --version | head -n1 >"$C_OBJECTS_OUT/clang-version.txt.tmp" || die "cannot run $CLANG --version"
 : >"$C_OBJECTS_OUT/c-objects.tsv.tmp"
