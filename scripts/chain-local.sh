@@ -120,8 +120,11 @@ printf '#!/usr/bin/env bash\nexec %q workload --shapes %q "$@"\n' "$TRAINER" "$S
 chmod +x "$workload"
 export WORKLOAD="$workload" BIN_NAME=gateway MIN_PROFILES="$training"
 
-cargo_stage gateway "" ""
-cargo_stage gateway-instrumented "-Cprofile-generate=/tmp/gateway-pgo" "-fprofile-generate=/tmp/gateway-pgo"
+# DWARF 4 in every stage, as nix/lib/chain.nix's cBaseFlags: valgrind 3.19 cannot read clang
+# 22's DWARF 5.
+c_base="-fdebug-default-version=4"
+cargo_stage gateway "" "$c_base"
+cargo_stage gateway-instrumented "-Cprofile-generate=/tmp/gateway-pgo" "$c_base -fprofile-generate=/tmp/gateway-pgo"
 run_stage gateway-profile pgo-profile.sh BIN="$outdir/gateway-instrumented/bin/gateway" \
   MIN_PROFILE_BYTES=65536
 
@@ -130,7 +133,7 @@ profile="$outdir/profiles/merged-$sha.profdata"
 mkdir -p "$outdir/profiles"
 cp "$outdir/gateway-profile/gateway.profdata" "$profile"
 pgo_flags="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs"
-c_pgo_flags="-fprofile-use=$profile -Wno-error=backend-plugin"
+c_pgo_flags="$c_base -fprofile-use=$profile -Wno-error=backend-plugin"
 cargo_stage gateway-pgo-build "$pgo_flags" "$c_pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo-build.cargo-stderr.log"
 # What the build keeps for its gate, then the gate as a stage of its own, with every input on
 # its command line, as in the Nix chain (nix/lib/chain.nix).

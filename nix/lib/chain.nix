@@ -217,6 +217,11 @@ let
       }
     else
       { };
+  # Every stage's C flags start here. DWARF 4 where a build script asks for debug info
+  # (jemalloc's does): clang 22's default DWARF 5 range lists stop valgrind 3.19 (Debian
+  # bookworm's; the holdout gate and the benches run it) reading the binary at all ("unhandled
+  # dwarf2 abbrev form code 0x23"); gcc's DWARF 5 it reads. Adds no debug info where none was.
+  cBaseFlags = "-fdebug-default-version=4";
   cFlagsOf = f: if cPgo then f else "";
 
   build =
@@ -245,6 +250,7 @@ let
   plain = build {
     suffix = "";
     rustflags = "";
+    cflags = cBaseFlags;
   };
 
   # The embedded default path only matters when LLVM_PROFILE_FILE is unset; the profile stage
@@ -252,7 +258,7 @@ let
   instrumented = build {
     suffix = "instrumented";
     rustflags = "-Cprofile-generate=/tmp/${binName}-pgo";
-    cflags = "-fprofile-generate=/tmp/${binName}-pgo";
+    cflags = "${cBaseFlags} -fprofile-generate=/tmp/${binName}-pgo";
   };
 
   trained = train "${pname}-profile" {
@@ -277,7 +283,7 @@ let
   # exists only when the build used the profile.
   # C's: the same staged profile (stages/c-flags.sh); a build script's -Werror must not turn
   # clang's profile warnings into errors (the gate reads them: stages/c-objects.sh).
-  pgoCFlags = "-fprofile-use=@pgoProfile@ -Wno-error=backend-plugin";
+  pgoCFlags = "${cBaseFlags} -fprofile-use=@pgoProfile@ -Wno-error=backend-plugin";
   pgoBuild = build {
     suffix = "pgo-build";
     rustflags = pgoFlags;
