@@ -16,6 +16,18 @@ for tool in llvm-profdata llvm-bolt merge-fdata; do
   }
 done
 [ -f "$BOLT_RT_LIB" ] || { echo "missing $BOLT_RT_LIB: apt-get install -y libbolt-22-dev" >&2; exit 1; }
+# The build scripts' C (nix/host/lib.nix: clang of rustc's LLVM, by absolute path), and the
+# profile runtime its instrumented link tests need (jemalloc's configure links with it).
+for tool in clang clang++; do
+  [ -x "$LLVM_BIN/$tool" ] || {
+    echo "missing $LLVM_BIN/$tool: apt-get install -y clang-22 libclang-rt-22-dev" >&2
+    exit 1
+  }
+done
+compgen -G "$("$LLVM_BIN/clang" --print-runtime-dir)/libclang_rt.profile*.a" >/dev/null || {
+  echo "missing clang's profile runtime: apt-get install -y libclang-rt-22-dev" >&2
+  exit 1
+}
 command -v rustc >/dev/null || { echo "no rustc on PATH" >&2; exit 1; }
 rustc_vv=$(rustc -vV)
 rust_sysroot=$(rustc --print sysroot)

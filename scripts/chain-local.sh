@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole PGO + BOLT chain WITHOUT Nix, with host tools (host rustc/cargo, Debian's
-# llvm-22, bolt-22, libbolt-22-dev): plain, instrumented, profile, PGO (--emit-relocs),
+# llvm-22, bolt-22, libbolt-22-dev, clang-22): plain, instrumented, profile, PGO (--emit-relocs),
 # BOLT instrument + profile, PGO+BOLT, each binary copied out, proofs written and checked.
 # It runs the same stage scripts (nix/lib/stages/*.sh) as the Nix chain.
 #
@@ -18,6 +18,10 @@
 #   RESUME=1       keep the stages an earlier run into OUTDIR published (each stage's output
 #                  is published only on success) and run the rest
 #   TARGET_BASE    persistent cargo target dirs, one per flag set (default ./target/chain-local)
+#   CLANG, CLANGXX C and C++ compilers of build scripts (`cc`, `cmake` crates), every stage
+#                  (default $LLVM_BIN/clang, clang++: rustc's LLVM, so C trains into the same
+#                  profile; the Nix chain's tools.clang). C_PGO=0: the host's cc without a
+#                  profile, as the chain before cross-language PGO (BENCHMARKS.md's "before")
 #   ALLOCATOR      the gateway's global allocator: jemalloc, mimalloc or system (the cargo
 #                  feature alloc-NAME); default: the crate's default feature. The Nix chain's
 #                  `allocator` argument (nix/gateway/chain-args.nix) does the same.
@@ -39,6 +43,8 @@ LLVM_BOLT=${LLVM_BOLT:-$LLVM_BIN/llvm-bolt}
 MERGE_FDATA=${MERGE_FDATA:-$LLVM_BIN/merge-fdata}
 BOLT_RT_LIB=${BOLT_RT_LIB:-$(dirname "$LLVM_BIN")/lib/libbolt_rt_instr.a}
 READELF=${READELF:-$(command -v readelf || echo /usr/bin/readelf)}
+CLANG=${CLANG:-$LLVM_BIN/clang}
+CLANGXX=${CLANGXX:-$LLVM_BIN/clang++}
 SHAPES=${SHAPES:-$repo/shapes}
 TARGET_BASE=${TARGET_BASE:-$repo/target/chain-local}
 gateway_src=${GATEWAY_SRC:-$repo}
@@ -80,12 +86,20 @@ run_stage() {
 }
 # v0 mangling in every cargo stage, as nix/lib/chain.nix's default symbolMangling.
 mangling="-Csymbol-mangling-version=v0"
+# The C of build scripts (`cc`, `cmake` crates) through the same clang in every stage, with the
+# stage's C flags (CFLAGS, the 4th argument), as nix/lib/chain.nix passes them: the cc crate
+# reads CC_<target>/CFLAGS_<target> (and CXX/CXXFLAGS), and only for the --target build.
+t_env=${host_triple//-/_}
 cargo_stage() {
-  local name=$1 flags=$2
-  shift 2
+  local name=$1 flags=$2 cflags=$3
+  shift 3
+  local c_env=()
+  if [ "${C_PGO:-1}" != 0 ]; then
+    c_env=("CC_$t_env=$CLANG" "CXX_$t_env=$CLANGXX" "CFLAGS_$t_env=$cflags" "CXXFLAGS_$t_env=$cflags")
+  fi
   run_stage "$name" "$repo/scripts/cargo-stage.sh" SRC="$gateway_src" BIN_NAME=gateway RUSTFLAGS="$mangling${flags:+ $flags}" \
     CARGO_BUILD_TARGET="$host_triple" CARGO_EXTRA_ARGS="$gateway_args" \
-    CARGO_TARGET_DIR="$TARGET_BASE/$name" "$@"
+    CARGO_TARGET_DIR="$TARGET_BASE/$name" "${c_env[@]}" "$@"
 }
 
 if [ -z "${TRAINER:-}" ]; then
@@ -106,8 +120,11 @@ printf '#!/usr/bin/env bash\nexec %q workload --shapes %q "$@"\n' "$TRAINER" "$S
 chmod +x "$workload"
 export WORKLOAD="$workload" BIN_NAME=gateway MIN_PROFILES="$training"
 
-cargo_stage gateway ""
-cargo_stage gateway-instrumented "-Cprofile-generate=/tmp/gateway-pgo"
+# DWARF 4 in every stage, as nix/lib/chain.nix's cBaseFlags: valgrind 3.19 cannot read clang
+# 22's DWARF 5.
+c_base="-fdebug-default-version=4"
+cargo_stage gateway "" "$c_base"
+cargo_stage gateway-instrumented "-Cprofile-generate=/tmp/gateway-pgo" "$c_base -fprofile-generate=/tmp/gateway-pgo"
 run_stage gateway-profile pgo-profile.sh BIN="$outdir/gateway-instrumented/bin/gateway" \
   MIN_PROFILE_BYTES=65536
 
@@ -116,14 +133,21 @@ profile="$outdir/profiles/merged-$sha.profdata"
 mkdir -p "$outdir/profiles"
 cp "$outdir/gateway-profile/gateway.profdata" "$profile"
 pgo_flags="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function -Clink-args=-Wl,--emit-relocs"
-cargo_stage gateway-pgo-build "$pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo-build.cargo-stderr.log"
+c_pgo_flags="$c_base -fprofile-use=$profile -Wno-error=backend-plugin"
+cargo_stage gateway-pgo-build "$pgo_flags" "$c_pgo_flags" CARGO_STDERR_LOG="$outdir/gateway-pgo-build.cargo-stderr.log"
 # What the build keeps for its gate, then the gate as a stage of its own, with every input on
 # its command line, as in the Nix chain (nix/lib/chain.nix).
 env CARGO_STDERR_LOG="$outdir/gateway-pgo-build.cargo-stderr.log" \
   DIAGNOSTICS_OUT="$outdir/gateway-pgo-build/share/gateway/pgo-build" bash "$stages/pgo-diagnostics.sh"
+c_proof=()
+if [ "${C_PGO:-1}" != 0 ]; then
+  env C_TARGET_DIR="$TARGET_BASE/gateway-pgo-build" TARGET="$host_triple" CLANG="$CLANG" \
+    C_OBJECTS_OUT="$outdir/gateway-pgo-build/share/gateway/pgo-build" bash "$stages/c-objects.sh"
+  c_proof=(C_PROOF="$stages/c-proof.sh" C_PGO_FLAGS="$c_pgo_flags")
+fi
 run_stage gateway-pgo pgo-gate.sh PGO_BUILD="$outdir/gateway-pgo-build" PROFILE_DIR="$outdir/gateway-profile" \
   PGO_RUSTFLAGS="$mangling $pgo_flags" TARGET="$host_triple" SYMBOL_MANGLING=v0 \
-  CARGO_ARGS="--release --locked $gateway_args"
+  CARGO_ARGS="--release --locked $gateway_args" "${c_proof[@]}"
 
 run_stage gateway-bolt-profile bolt-profile.sh BIN="$outdir/gateway-pgo/bin/gateway" \
   MIN_FDATA_BYTES=16384

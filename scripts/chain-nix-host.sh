@@ -4,7 +4,7 @@
 # the flake (nix/host/chain.nix), on the crane stand-in and a stdenv stand-in that run the
 # same build phases with host rustc/cargo, Debian's llvm-22/bolt-22 and crates vendored
 # beforehand. Needs root (no daemon), Debian's nix-bin, llvm-22, bolt-22,
-# libbolt-22-dev. Each stage is built on its own so its wall time is printed.
+# libbolt-22-dev, clang-22, libclang-rt-22-dev. Each stage is built on its own so its wall time is printed.
 #
 # Usage: scripts/chain-nix-host.sh [OUTDIR]      (default: ./out/nix-host)
 #        CHAIN_FILE=path/to/chain.nix scripts/chain-nix-host.sh OUTDIR

@@ -31,6 +31,9 @@ let
     inherit boltRuntimeLib;
     readelf = "/usr/bin/readelf";
     strip = "${llvmBin}/llvm-strip";
+    # Debian's clang-22 (beside llvm-22): the build scripts' C, by absolute path.
+    clang = "${llvmBin}/clang";
+    clangxx = "${llvmBin}/clang++";
   };
   lib = import ../lib/mkPgoBoltChain.nix {
     crane = null;

@@ -43,9 +43,27 @@ let
       binName,
       postInstall ? _: "",
       pgoProfile ? null,
+      cflags ? "",
       env ? { },
     }:
     let
+      # The build scripts' C and C++ flags (`cc`, `cmake` crates), under the target's names:
+      # the `cc` crate reads CFLAGS_<target> before CFLAGS, and with --target only C compiled
+      # for the target (not a host tool's) is meant. The compilers come in `env` (chain.nix).
+      cflagVars =
+        let
+          t = builtins.replaceStrings [ "-" ] [ "_" ] cargoTarget;
+        in
+        if cargoTarget == null then
+          [
+            "CFLAGS"
+            "CXXFLAGS"
+          ]
+        else
+          [
+            "CFLAGS_${t}"
+            "CXXFLAGS_${t}"
+          ];
       args =
         common
         // {
@@ -73,18 +91,41 @@ let
       pgoArgs =
         if pgoProfile == null then
           (
-            if builtins.match ".*@pgoProfile@.*" rustflags != null then
-              throw "buildWith ${pname}: rustflags name @pgoProfile@ but no pgoProfile was given"
+            if builtins.match ".*@pgoProfile@.*" (rustflags + cflags) != null then
+              throw "buildWith ${pname}: flags name @pgoProfile@ but no pgoProfile was given"
             else
               { RUSTFLAGS = rustflags; }
+              // (
+                if cflags == "" then
+                  { }
+                else
+                  builtins.listToAttrs (
+                    map (v: {
+                      name = v;
+                      value = cflags;
+                    }) cflagVars
+                  )
+              )
           )
         else
           {
+            # The C flags likewise (stages/c-flags.sh), after the profile is staged.
             preUnpack = ''
               RUSTFLAGS=$(PGO_PROFILE=${pgoProfile} PGO_RUSTFLAGS=${shellQuote rustflags} \
                 STAGE_COMMON=${stage "common.sh"} bash ${stage "pgo-use-flags.sh"})
               export RUSTFLAGS
-            '';
+            ''
+            + (
+              if cflags == "" then
+                ""
+              else
+                ''
+                  ${builtins.head cflagVars}=$(PGO_CFLAGS=${shellQuote cflags} \
+                    STAGE_COMMON=${stage "common.sh"} bash ${stage "c-flags.sh"})
+                  export ${builtins.head cflagVars}
+                  export ${builtins.elemAt cflagVars 1}="''$${builtins.head cflagVars}"
+                ''
+            );
           };
       cargoBuild = buildLog: ''
         CARGO_BUILD_LOG="${buildLog}" CARGO_STDERR_LOG=${cargoStderrLog} \

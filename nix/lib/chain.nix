@@ -41,8 +41,9 @@
 #                   with bash, coreutils, grep, sed and awk; env becomes the environment.
 #   hostTriple      the build host's target triple: every chain build passes it as
 #                   CARGO_BUILD_TARGET so RUSTFLAGS stay off build scripts and proc macros.
-#   tools           { llvmProfdata, llvmBolt, boltRuntimeLib, mergeFdata, readelf, strip },
-#                   each an absolute path (never looked up on PATH).
+#   tools           { llvmProfdata, llvmBolt, boltRuntimeLib, mergeFdata, readelf, strip, clang,
+#                   clangxx }, each an absolute path (never looked up on PATH). clang and
+#                   clangxx: C and C++ of rustc's LLVM major, for build scripts (`cc`, `cmake`).
 #   src             the cargo workspace, read at evaluation by the preflight (./preflight.nix)
 #
 # The caller's arguments (workload, binName, cargoExtraArgs, the floors, boltFlags, profile,
@@ -95,6 +96,9 @@
   profile ? null,
   boltProfile ? null,
   holdoutGate ? null,
+  # C and C++ of build scripts through tools.clang in every stage, instrumented and
+  # profile-used with the Rust code's profile; false: the builder's own C compiler, no profile.
+  cPgo ? true,
 }:
 let
   stages = ./stages;
@@ -224,19 +228,49 @@ let
     in
     if m == null then toString p else builtins.head m;
 
+  # The C of build scripts: the `cc` crate (and `cmake`, through it) reads CC_<target> and
+  # CXX_<target>, so every stage, plain too, compiles it with the same pinned clang: the plain
+  # build is the baseline of every ratio, and a ratio against gcc's C would measure the
+  # compiler change with the profile. Instrumented C writes its counters into the same
+  # .profraw files as rustc's (one profile runtime, LLVM_PROFILE_FILE), merged by the same
+  # llvm-profdata; the profile-use build reads the same staged profile.
+  triple_ = builtins.replaceStrings [ "-" ] [ "_" ] hostTriple;
+  toolOf =
+    name:
+    tools.${name} or (throw (
+      "mkPgoBoltChain ${binName}: the toolchain has no ${name} (clang of rustc's LLVM"
+      + " major, by absolute path); give it one, or cPgo = false"
+    ));
+  cEnv =
+    if cPgo then
+      {
+        "CC_${triple_}" = toolOf "clang";
+        "CXX_${triple_}" = toolOf "clangxx";
+      }
+    else
+      { };
+  # Every stage's C flags start here. DWARF 4 where a build script asks for debug info
+  # (jemalloc's does): clang 22's default DWARF 5 range lists stop valgrind 3.19 (Debian
+  # bookworm's; the holdout gate and the benches run it) reading the binary at all ("unhandled
+  # dwarf2 abbrev form code 0x23"); gcc's DWARF 5 it reads. Adds no debug info where none was.
+  cBaseFlags = "-fdebug-default-version=4";
+  cFlagsOf = f: if cPgo then f else "";
+
   build =
     {
       suffix,
       rustflags,
+      cflags ? "",
       postInstall ? _: "",
       pgoProfile ? null,
     }:
     buildWith {
       pname = if suffix == "" then pname else "${pname}-${suffix}";
       rustflags = flags rustflags;
+      cflags = cFlagsOf cflags;
       cargoTarget = hostTriple;
       cargoExtraArgs = cargoArgs;
-      env = preflight.buildEnv;
+      env = preflight.buildEnv // cEnv;
       inherit
         binName
         postInstall
@@ -248,6 +282,7 @@ let
   plain = build {
     suffix = "";
     rustflags = "";
+    cflags = cBaseFlags;
   };
 
   # The embedded default path only matters when LLVM_PROFILE_FILE is unset; the profile stage
@@ -255,6 +290,7 @@ let
   instrumented = build {
     suffix = "instrumented";
     rustflags = "-Cprofile-generate=/tmp/${binName}-pgo";
+    cflags = "${cBaseFlags} -fprofile-generate=/tmp/${binName}-pgo";
   };
 
   trained = train "${pname}-profile" {
@@ -277,9 +313,13 @@ let
   # The profile-use build keeps what its gate reads (./stages/pgo-diagnostics.sh); the gate is
   # the next stage, <bin>-pgo, as every other gate: its output, the binary and pgo-proof.json,
   # exists only when the build used the profile.
+  # C's: the same staged profile (stages/c-flags.sh); a build script's -Werror must not turn
+  # clang's profile warnings into errors (the gate reads them: stages/c-objects.sh).
+  pgoCFlags = "${cBaseFlags} -fprofile-use=@pgoProfile@ -Wno-error=backend-plugin";
   pgoBuild = build {
     suffix = "pgo-build";
     rustflags = pgoFlags;
+    cflags = pgoCFlags;
     pgoProfile = "${profileDir}/${binName}.profdata";
     postInstall =
       { cargoStderrLog }:
@@ -288,7 +328,18 @@ let
         CARGO_STDERR_LOG=${cargoStderrLog} \
         DIAGNOSTICS_OUT="$out/share/${binName}/pgo-build" \
         ${stage "pgo-diagnostics.sh"}
-      '';
+      ''
+      + (
+        if cPgo then
+          ''
+            STAGE_COMMON=${common} C_TARGET_DIR="''${CARGO_TARGET_DIR:-target}" \
+            TARGET=${hostTriple} READELF=${tools.readelf} CLANG=${toolOf "clang"} \
+            C_OBJECTS_OUT="$out/share/${binName}/pgo-build" \
+            ${stage "c-objects.sh"}
+          ''
+        else
+          ""
+      );
   };
   pgo = runProduct "${pname}-pgo" {
     STAGE_COMMON = common;
@@ -324,6 +375,9 @@ let
         }
       ]
     );
+    # The C proof (stages/c-proof.sh): required when the C took the profile.
+    C_PROOF = if cPgo then stages + "/c-proof.sh" else "";
+    C_PGO_FLAGS = cFlagsOf pgoCFlags;
   } ''OUT_DIR="$out" ${stage "pgo-gate.sh"}'';
 
   trainedBoltProfile = train "${pname}-bolt-profile" {
@@ -433,7 +487,7 @@ in
       configRustflags
       rustflagSources
       ;
-    inherit cargoArgs symbolMangling;
+    inherit cargoArgs symbolMangling cPgo;
   };
   inherit checks;
 }

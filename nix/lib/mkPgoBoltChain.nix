@@ -65,6 +65,11 @@ import ./chain.nix (
         readelf
         strip
         ;
-    };
+    }
+    # A caller's toolchain without them gets chain.nix's message (or gives cPgo = false).
+    // builtins.intersectAttrs {
+      clang = null;
+      clangxx = null;
+    } tools;
   }
 )

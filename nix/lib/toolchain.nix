@@ -7,7 +7,7 @@
 #           host, so each is built natively)
 #
 # Returns { rust, hostTriple, llvmProfdata, bolt, llvmBolt, mergeFdata, boltRuntimeLib,
-# readelf, strip }.
+# readelf, strip, clang, clangxx }.
 {
   pkgs,
   fenix,
@@ -45,4 +45,11 @@ in
   # The shipped binary only, when the crate asks strip = true or "symbols" (bolt-optimize.sh):
   # LLVM's, as GNU strip breaks BOLT's segment layout.
   strip = "${rust}/lib/rustlib/${hostTriple}/bin/llvm-strip";
+  # The build scripts' C and C++ (`cc`, `cmake` crates), in every stage: clang of rustc's LLVM
+  # major writes and reads the profile format rustc does, so the C trains into the same
+  # profile. By absolute path (chain.nix passes it as CC_<target>), never through PATH or
+  # build inputs: stdenv's cc stays gcc for everything else. nixpkgs' wrapper, which finds
+  # libc's headers and compiler-rt's profile runtime.
+  clang = "${pkgs.llvmPackages_22.clang}/bin/clang";
+  clangxx = "${pkgs.llvmPackages_22.clang}/bin/clang++";
 }

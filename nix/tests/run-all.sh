@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Tiers a-f in order, each with its duration; what .ci/run calls. Tiers d and e reuse tier c's
 # store paths; tier f downloads ripgrep from static.crates.io and builds its own chain. Needs
-# (Debian bookworm, root): nix-bin llvm-22 bolt-22 libbolt-22-dev gawk curl, a rust toolchain
-# on PATH, and crates.io once for `cargo vendor`.
+# (Debian bookworm, root): nix-bin llvm-22 bolt-22 libbolt-22-dev clang-22 libclang-rt-22-dev gawk
+# curl, a rust toolchain on PATH, and crates.io once for `cargo vendor`.
 #
 # Usage: nix/tests/run-all.sh [a|b|c|d|e|f|c-extra ...]   (default: a b c d e f; c-extra, on
 # demand, after c)

@@ -101,6 +101,17 @@ in builtins.concatStringsSep "\n" [
   ("boltRt=" + p.gateway-bolt-profile.BOLT_RT_LIB)
   ("boltProfileBin=" + p.gateway-bolt-profile.BIN)
   ("boltFlags=" + p.gateway-pgo-bolt.BOLT_FLAGS)
+  ("plainCC=" + p.gateway.CC_x86_64_unknown_linux_gnu)
+  ("plainCFlags=" + p.gateway.CFLAGS_x86_64_unknown_linux_gnu)
+  ("instrumentedCC=" + p.gateway-instrumented.CC_x86_64_unknown_linux_gnu)
+  ("instrumentedCFlags=" + p.gateway-instrumented.CFLAGS_x86_64_unknown_linux_gnu)
+  ("instrumentedCxxFlags=" + p.gateway-instrumented.CXXFLAGS_x86_64_unknown_linux_gnu)
+  ("instrumentedDepsCFlags=" + p.gateway-instrumented.cargoArtifacts.CFLAGS_x86_64_unknown_linux_gnu)
+  ("pgoCC=" + p.gateway-pgo-build.CC_x86_64_unknown_linux_gnu)
+  ("pgoCxx=" + p.gateway-pgo-build.CXX_x86_64_unknown_linux_gnu)
+  ("pgoCFlagsAttr=" + (p.gateway-pgo-build.CFLAGS_x86_64_unknown_linux_gnu or "<none>"))
+  ("gateCProof=" + p.gateway-pgo.C_PROOF)
+  ("gateCFlags=" + p.gateway-pgo.C_PGO_FLAGS)
   ("fdata=" + p.gateway-pgo-bolt.FDATA)
   ("default=" + p.default.drvPath)
   ("pgoBolt=" + p.gateway-pgo-bolt.drvPath)
@@ -175,6 +186,27 @@ expect "a PGO part's BIN" "${w[profilePartBin]}" "${w[instrumented]}/bin/gateway
 expect "a BOLT part's BIN" "${w[boltPartBin]}" "${w[pgo]}/bin/gateway"
 expect gateway-bolt-profile.BOLT_RT_LIB "${w[boltRt]}" "stub-bolt-22/lib/libbolt_rt_instr.a"
 expect gateway-bolt-profile.BIN "${w[boltProfileBin]}" "${w[pgo]}/bin/gateway"
+# The build scripts' C (`cc`, `cmake`): the pinned clang in every stage, plain too (the
+# baseline of every ratio), instrumented into the same profile, profile-used from the same
+# staged profile: the token resolved in preUnpack (c-flags.sh), never an attribute.
+expect gateway.CC_x86_64_unknown_linux_gnu "${w[plainCC]}" "stub-clang-22/bin/clang"
+# DWARF 4 in every stage: valgrind 3.19 (the holdout gate's) cannot read clang 22's DWARF 5.
+expect gateway.CFLAGS_x86_64_unknown_linux_gnu "${w[plainCFlags]}" "-fdebug-default-version=4"
+expect gateway-instrumented.CFLAGS_x86_64_unknown_linux_gnu "${w[instrumentedCFlags]}" "-fdebug-default-version=4"
+expect gateway-instrumented.CC_x86_64_unknown_linux_gnu "${w[instrumentedCC]}" "stub-clang-22/bin/clang"
+expect gateway-instrumented.CFLAGS_x86_64_unknown_linux_gnu "${w[instrumentedCFlags]}" "-fprofile-generate="
+expect gateway-instrumented.CXXFLAGS_x86_64_unknown_linux_gnu "${w[instrumentedCxxFlags]}" "-fprofile-generate="
+expect "gateway-instrumented deps' CFLAGS (the binary's)" "${w[instrumentedDepsCFlags]}" "${w[instrumentedCFlags]}"
+expect gateway-pgo-build.CC_x86_64_unknown_linux_gnu "${w[pgoCC]}" "stub-clang-22/bin/clang"
+expect gateway-pgo-build.CXX_x86_64_unknown_linux_gnu "${w[pgoCxx]}" "stub-clang-22/bin/clang++"
+expect "gateway-pgo-build's CFLAGS attribute" "${w[pgoCFlagsAttr]}" "<none>"
+expect gateway-pgo-build.preUnpack "${w[pgoPreUnpack]}" "PGO_CFLAGS='-fdebug-default-version=4 -fprofile-use=@pgoProfile@"
+expect gateway-pgo-build.preUnpack "${w[pgoPreUnpack]}" "c-flags.sh"
+expect gateway-pgo-build.cargoArtifacts.preUnpack "${w[pgoDepsPreUnpack]}" "c-flags.sh"
+expect gateway-pgo-build.postInstall "${w[pgoPostInstall]}" "c-objects.sh"
+expect gateway-pgo.C_PROOF "${w[gateCProof]}" "c-proof.sh"
+expect gateway-pgo.C_PGO_FLAGS "${w[gateCFlags]}" "-fprofile-use=@pgoProfile@"
+expect gateway-pgo.C_PGO_FLAGS "${w[gateCFlags]}" "-fdebug-default-version=4"
 expect gateway-pgo-bolt.BOLT_FLAGS "${w[boltFlags]}" "-icf=all"
 reject gateway-pgo-bolt.BOLT_FLAGS "${w[boltFlags]}" "-use-gnu-stack"
 expect gateway-pgo-bolt.FDATA "${w[fdata]}" "${w[boltProfile]}/gateway.fdata"

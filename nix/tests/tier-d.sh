@@ -18,7 +18,8 @@
 # a variable its build phase did not export, and exported RUSTFLAGS that rustc cannot read
 # outside cargo-build.sh (crane's install hook runs `cargo metadata`; nix/tests/standin-phases.nix).
 # Then the packager's side (nix/tests/packager-checks.sh): each preflight refusal, strip = true
-# and config rustflags handled, and BOLT's symbol limit on nix/tests/fixtures/long-symbols.
+# and config rustflags handled, and BOLT's symbol limit on nix/tests/fixtures/long-symbols;
+# the C proof of build scripts' C and its gates (nix/tests/c-pgo-checks.sh).
 # Reuses tier c's store paths (instrumented build, profile): run tier c first.
 #
 # Usage: nix/tests/tier-d.sh [TIER_C_OUTDIR]   (default ./out/tier-c)
@@ -450,4 +451,6 @@ expect_failure stale-profile gateway-pgo "hash mismatch" \
 
 # The packager's side: the preflight's refusals, strip = true, BOLT's symbol limit.
 "$repo/nix/tests/packager-checks.sh" "$work/packager"
+# The C of build scripts: the C proof and its gates (hash mismatch, another LLVM's clang).
+"$repo/nix/tests/c-pgo-checks.sh" "$work/c-pgo"
 echo "tier d: PASS in $(($(date +%s) - t0)) s"

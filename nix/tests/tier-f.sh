@@ -6,7 +6,9 @@
 #   - ripgrep: package `ripgrep`, binary `rg`; its release profile has debug = 1, kept
 #     through BOLT;
 #   - sd: its release profile has strip = true (rust-lld refuses --strip-all with the
-#     --emit-relocs BOLT needs): built with symbols, the shipped binary stripped.
+#     --emit-relocs BOLT needs): built with symbols, the shipped binary stripped;
+#   - oxipng: its hot path is C (libdeflate, by libdeflate-sys's build script): compiled by the
+#     chain's clang, trained into the same profile, and the proof says so.
 # Then for each: the release gate by --bin-name, the optimized binary passing its workload,
 # and its callgrind ratios against its plain and PGO builds.
 #
@@ -58,6 +60,8 @@ published() {
   tar -xzf "$crate" -C "$unpack"
   [ -f "$src/Cargo.lock" ] || fail "$name $version ships no Cargo.lock"
   cp "$fixture/chain.nix" "$fixture/workload.sh" "$fixture/bench.sh" "$src/"
+  # Training data beside the workload (oxipng's images), when the fixture has some.
+  [ ! -f "$fixture/images.b64" ] || cp "$fixture/images.b64" "$src/"
   # tar keeps the crate's mtimes: the vendored dir and the source hash do not depend on the clock.
 
   echo "== its chain through CHAIN_FILE (docs/chain.md \"Chain files\"), default arguments"
@@ -149,4 +153,14 @@ size=$(grep -o '"size": {[^}]*}' "$opt/share/sd/bolt-proof.json") || fail "sd's 
 ratio=$(printf '%s' "$size" | sed -nE 's/.*"ratio": ([0-9.]+).*/\1/p')
 awk -v r="$ratio" 'BEGIN { exit !(r > 0 && r <= 1.2) }' || fail "sd ships at ${ratio}x its own stripped build (over 1.2): $size"
 echo "  ok: shipped at ${ratio}x the crate's own stripped build: $size"
+published oxipng oxipng
+# The C of its build script took the profile: libdeflate's objects by clang of rustc's LLVM, and
+# functions of theirs executed in the training, as the PGO proof records them.
+proof=$opt/share/oxipng/pgo-proof.json
+grep -q '"c_packages": \[.*"libdeflate-sys"' "$proof" || fail "oxipng's pgo-proof.json names no libdeflate-sys C"
+c_clang=$(sed -nE 's/^  "c_objects_clang": ([0-9]+).*/\1/p' "$proof")
+c_trained=$(sed -nE 's/^  "c_functions_with_profile": ([0-9]+).*/\1/p' "$proof")
+[ "${c_clang:-0}" -gt 0 ] || fail "oxipng: no C object compiled by the chain's clang ($proof)"
+[ "${c_trained:-0}" -gt 0 ] || fail "oxipng: no C function with profile data ($proof)"
+echo "  ok: $c_clang C objects by clang, $c_trained C functions trained"
 echo "tier f: ok ($(($(date +%s) - t0)) s)"

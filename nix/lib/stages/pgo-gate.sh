@@ -26,6 +26,10 @@
 #                         chain's preflight resolved (a JSON object); SYMBOL_MANGLING v0 or
 #                         legacy; RUSTFLAGS_APPLIED the rustflags by source (a JSON list of
 #                         { source, flags }): recorded when given (nix/lib/chain.nix gives them)
+#   C_PROOF               c-proof.sh, when the build scripts' C took the profile (chain.nix's
+#                         cPgo): the C proof's fields join pgo-proof.json, and its gates (a
+#                         clang of another LLVM, `hash mismatch` in C) fail this stage;
+#                         C_PGO_FLAGS the C flags the build used (recorded)
 #
 # What a different toolchain changes, and how this gate says so (the flake pins fenix stable,
 # Rust 1.97.1; CI builds with the host's 1.95): the LLVM major of rustc and llvm-profdata
@@ -103,6 +107,15 @@ profraw_bytes=$(json_num raw_bytes "$manifest")
   die "manifest's merged_sha256 is not the profile's: $manifest"
 
 build_fields=()
+if [ -n "${C_PROOF:-}" ]; then
+  c_fields=$(STAGE_COMMON="$STAGE_COMMON" LLVM_PROFDATA="$LLVM_PROFDATA" PROFILE="$profile" \
+    C_OBJECTS_DIR="$PGO_BUILD/share/$BIN_NAME/pgo-build" \
+    RUSTC_LLVM="$rustc_llvm" STAGE_NAME="$STAGE_NAME" bash "$C_PROOF") || exit 1
+  while IFS=$'\t' read -r key value; do
+    build_fields+=("$key" "$value")
+  done <<<"$c_fields"
+  build_fields+=(c_flags "$(json_str "$(scrub_store "${C_PGO_FLAGS:-}")")")
+fi
 [ -z "${CARGO_ARGS:-}" ] || build_fields+=(cargo_args "$(json_str "$(scrub_store "$CARGO_ARGS")")")
 [ -z "${PROFILE_RELEASE:-}" ] || build_fields+=(profile_release "$PROFILE_RELEASE")
 [ -z "${SYMBOL_MANGLING:-}" ] || build_fields+=(symbol_mangling "$(json_str "$SYMBOL_MANGLING")")

@@ -57,7 +57,10 @@
           gnumake = pkg "stub-gnumake";
           binutils-unwrapped = pkg "stub-binutils";
           nixfmt = pkg "stub-nixfmt";
-          llvmPackages_22.bolt = pkg "stub-bolt-22";
+          llvmPackages_22 = {
+            bolt = pkg "stub-bolt-22";
+            clang = pkg "stub-clang-22";
+          };
           # nix/release: the image and its relabelling. `config` is kept as JSON so tests can
           # read the Entrypoint, User and labels back.
           jq = pkg "stub-jq";
