@@ -68,11 +68,6 @@ impl Provider {
     pub(crate) const fn is_openai(self) -> bool {
         matches!(self, Provider::Openai | Provider::AzureOpenai)
     }
-
-    /// Whether this is one of Google Vertex AI's providers (location, project, OAuth).
-    pub(crate) const fn is_vertex(self) -> bool {
-        matches!(self, Provider::Vertex | Provider::VertexAnthropic)
-    }
 }
 
 /// A client-facing API dialect, fixed by the request path.

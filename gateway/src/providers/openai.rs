@@ -1,0 +1,11 @@
+//! OpenAI: chat completions and responses at `/v1/...`, a bearer key.
+
+use super::{dialect_path, Home, KeyHeader, Quirks, Routes};
+
+pub(crate) const HOME: Home = Home {
+    key_header: |_| KeyHeader::Bearer,
+    default_base_url: None,
+    signs_with_aws: false,
+    routes: |_| Routes::PerDialect(dialect_path),
+    quirks: Quirks::PLAIN,
+};
