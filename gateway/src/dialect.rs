@@ -3,7 +3,8 @@
 use serde::Deserialize;
 
 /// The upstream API a target speaks. A client dialect the provider does not speak is
-/// translated (see `crate::translate` and TRANSLATION.md). Configured per target
+/// translated (see `crate::translate`, TRANSLATION.md, and `crate::providers` for what
+/// each speaks). Configured per target
 /// (`[[models.targets]] provider`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub(crate) enum Provider {
@@ -114,43 +115,13 @@ impl Dialect {
             Dialect::Messages => "/v1/messages",
             Dialect::Responses => "/v1/responses",
             Dialect::Gemini => "/v1beta/models",
-            // Never joined: a Bedrock target's URIs name the model (`crate::state`).
+            // Never joined: a Bedrock target's URIs name the model (`crate::providers::bedrock`).
             Dialect::Converse => "/model",
         }
     }
 
     pub(crate) const fn index(self) -> usize {
         self as usize
-    }
-
-    /// Whether an upstream of `provider` serves this dialect natively (passthrough).
-    pub(crate) const fn served_by(self, provider: Provider) -> bool {
-        matches!(
-            (self, provider),
-            (
-                Dialect::Chat | Dialect::Responses,
-                Provider::Openai | Provider::AzureOpenai
-            ) | (Dialect::Chat, Provider::OpenaiCompatible)
-                | (
-                    Dialect::Messages,
-                    Provider::Anthropic | Provider::VertexAnthropic
-                )
-                | (Dialect::Gemini, Provider::Gemini | Provider::Vertex)
-        )
-    }
-
-    /// The dialect a request in this dialect is sent upstream in: itself where `provider`
-    /// speaks it (passthrough), else the provider's dialect it is translated to.
-    pub(crate) const fn upstream_for(self, provider: Provider) -> Dialect {
-        if self.served_by(provider) {
-            return self;
-        }
-        match provider {
-            Provider::Anthropic | Provider::VertexAnthropic => Dialect::Messages,
-            Provider::Openai | Provider::OpenaiCompatible | Provider::AzureOpenai => Dialect::Chat,
-            Provider::Gemini | Provider::Vertex => Dialect::Gemini,
-            Provider::Bedrock => Dialect::Converse,
-        }
     }
 
     /// The envelope errors use.
@@ -212,55 +183,4 @@ pub(crate) fn gemini_call(path: &str, query: Option<&str>) -> Option<GeminiCall>
         model: model.to_owned(),
         method,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_provider_serves_every_dialect() {
-        use Dialect::*;
-        let cases = [
-            (Chat, Provider::Openai, Chat),
-            (Responses, Provider::Openai, Responses),
-            (Messages, Provider::Openai, Chat),
-            (Chat, Provider::Anthropic, Messages),
-            (Responses, Provider::Anthropic, Messages),
-            (Messages, Provider::Anthropic, Messages),
-            (Chat, Provider::OpenaiCompatible, Chat),
-            (Messages, Provider::OpenaiCompatible, Chat),
-            (Responses, Provider::OpenaiCompatible, Chat),
-            (Gemini, Provider::Gemini, Gemini),
-            (Gemini, Provider::Openai, Chat),
-            (Gemini, Provider::Anthropic, Messages),
-            (Gemini, Provider::OpenaiCompatible, Chat),
-            (Chat, Provider::Gemini, Gemini),
-            (Messages, Provider::Gemini, Gemini),
-            (Responses, Provider::Gemini, Gemini),
-            (Chat, Provider::AzureOpenai, Chat),
-            (Responses, Provider::AzureOpenai, Responses),
-            (Messages, Provider::AzureOpenai, Chat),
-            (Gemini, Provider::AzureOpenai, Chat),
-            (Gemini, Provider::Vertex, Gemini),
-            (Chat, Provider::Vertex, Gemini),
-            (Messages, Provider::Vertex, Gemini),
-            (Responses, Provider::Vertex, Gemini),
-            (Messages, Provider::VertexAnthropic, Messages),
-            (Chat, Provider::VertexAnthropic, Messages),
-            (Responses, Provider::VertexAnthropic, Messages),
-            (Gemini, Provider::VertexAnthropic, Messages),
-            (Chat, Provider::Bedrock, Converse),
-            (Messages, Provider::Bedrock, Converse),
-            (Responses, Provider::Bedrock, Converse),
-            (Gemini, Provider::Bedrock, Converse),
-        ];
-        for (client, provider, upstream) in cases {
-            assert_eq!(
-                client.upstream_for(provider),
-                upstream,
-                "{client:?} {provider:?}"
-            );
-        }
-    }
 }

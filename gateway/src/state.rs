@@ -173,7 +173,7 @@ impl State {
                     Routes::PerDialect(_) => (None, None),
                 };
                 for d in Dialect::ALL {
-                    let upstream = d.upstream_for(t.provider);
+                    let upstream = crate::providers::upstream_for(d, t.provider);
                     let uri = match &routes {
                         Routes::Gemini(g) => g.generate.clone(),
                         Routes::Pair { answer, .. } => answer.clone(),

@@ -2,8 +2,11 @@
 //! always sent.
 
 use super::{dialect_path, AnthropicHeaders, Home, KeyHeader, Quirks, Routes};
+use crate::dialect::Dialect;
 
 pub(crate) const HOME: Home = Home {
+    speaks: &[Dialect::Messages],
+    api: Dialect::Messages,
     key_header: |_| KeyHeader::XApiKey,
     default_base_url: None,
     signs_with_aws: false,

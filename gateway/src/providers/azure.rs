@@ -9,6 +9,8 @@ use super::{check_url_token, first_set, Home, KeyHeader, OwnKeys, Quirks, Routes
 use crate::dialect::{Dialect, Provider};
 
 pub(crate) const HOME: Home = Home {
+    speaks: &[Dialect::Chat, Dialect::Responses],
+    api: Dialect::Chat,
     key_header: |t| header_for(t.auth),
     default_base_url: None,
     signs_with_aws: false,

@@ -4,9 +4,12 @@
 
 use super::target::{key_error, KeyError, Target};
 use super::{check_region, first_set, Home, KeyHeader, OwnKeys, Quirks, Routes};
-use crate::dialect::Provider;
+use crate::dialect::{Dialect, Provider};
 
 pub(crate) const HOME: Home = Home {
+    // Every client dialect is translated.
+    speaks: &[],
+    api: Dialect::Converse,
     // A Bedrock API key (the other keys sign: `Credential::sigv4`).
     key_header: |_| KeyHeader::Bearer,
     default_base_url: Some(|t| {

@@ -1,7 +1,10 @@
 //! A server that speaks only OpenAI chat completions (vLLM, Ollama, llama.cpp, Groq): a
-//! bearer key, OpenAI's paths, as OpenAI's home (which client dialects it speaks is
-//! `crate::dialect`'s).
+//! bearer key, OpenAI's paths, as OpenAI's home.
 
 use super::Home;
+use crate::dialect::Dialect;
 
-pub(crate) const HOME: Home = super::openai::HOME;
+pub(crate) const HOME: Home = Home {
+    speaks: &[Dialect::Chat],
+    ..super::openai::HOME
+};

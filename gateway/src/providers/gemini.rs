@@ -7,10 +7,12 @@ use std::sync::Arc;
 use http::Uri;
 
 use super::{Home, KeyHeader, Quirks, Routes};
-use crate::dialect::GeminiMethod;
+use crate::dialect::{Dialect, GeminiMethod};
 use crate::upstream_url::UpstreamUrl;
 
 pub(crate) const HOME: Home = Home {
+    speaks: &[Dialect::Gemini],
+    api: Dialect::Gemini,
     key_header: |_| KeyHeader::XGoogApiKey,
     default_base_url: None,
     signs_with_aws: false,

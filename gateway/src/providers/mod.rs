@@ -47,8 +47,24 @@ pub(crate) const fn home(p: Provider) -> &'static Home {
 /// on every other (in this order: the first error found is the one reported).
 const OWN_KEYS: [&OwnKeys; 3] = [&vertex::KEYS, &bedrock::KEYS, &azure::KEYS];
 
+/// The dialect a request in `client`'s dialect is sent to a target of `provider` in: the
+/// client's own where the provider speaks it (passthrough), else the provider's API it is
+/// translated to.
+pub(crate) fn upstream_for(client: Dialect, provider: Provider) -> Dialect {
+    let home = home(provider);
+    if home.speaks.contains(&client) {
+        client
+    } else {
+        home.api
+    }
+}
+
 /// What a provider is, decided once per target at start-up.
 pub(crate) struct Home {
+    /// The client dialects it serves natively (passed through).
+    pub(crate) speaks: &'static [Dialect],
+    /// The API every other client dialect is translated to.
+    pub(crate) api: Dialect,
     /// The header its key travels in.
     pub(crate) key_header: fn(&Target) -> KeyHeader,
     /// The base URL when the config names none; `None`: `base_url` is required.
@@ -246,6 +262,52 @@ pub(crate) fn check_url_token(s: &str) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_provider_serves_every_dialect() {
+        use Dialect::*;
+        let cases = [
+            (Chat, Provider::Openai, Chat),
+            (Responses, Provider::Openai, Responses),
+            (Messages, Provider::Openai, Chat),
+            (Chat, Provider::Anthropic, Messages),
+            (Responses, Provider::Anthropic, Messages),
+            (Messages, Provider::Anthropic, Messages),
+            (Chat, Provider::OpenaiCompatible, Chat),
+            (Messages, Provider::OpenaiCompatible, Chat),
+            (Responses, Provider::OpenaiCompatible, Chat),
+            (Gemini, Provider::Gemini, Gemini),
+            (Gemini, Provider::Openai, Chat),
+            (Gemini, Provider::Anthropic, Messages),
+            (Gemini, Provider::OpenaiCompatible, Chat),
+            (Chat, Provider::Gemini, Gemini),
+            (Messages, Provider::Gemini, Gemini),
+            (Responses, Provider::Gemini, Gemini),
+            (Chat, Provider::AzureOpenai, Chat),
+            (Responses, Provider::AzureOpenai, Responses),
+            (Messages, Provider::AzureOpenai, Chat),
+            (Gemini, Provider::AzureOpenai, Chat),
+            (Gemini, Provider::Vertex, Gemini),
+            (Chat, Provider::Vertex, Gemini),
+            (Messages, Provider::Vertex, Gemini),
+            (Responses, Provider::Vertex, Gemini),
+            (Messages, Provider::VertexAnthropic, Messages),
+            (Chat, Provider::VertexAnthropic, Messages),
+            (Responses, Provider::VertexAnthropic, Messages),
+            (Gemini, Provider::VertexAnthropic, Messages),
+            (Chat, Provider::Bedrock, Converse),
+            (Messages, Provider::Bedrock, Converse),
+            (Responses, Provider::Bedrock, Converse),
+            (Gemini, Provider::Bedrock, Converse),
+        ];
+        for (client, provider, upstream) in cases {
+            assert_eq!(
+                upstream_for(client, provider),
+                upstream,
+                "{client:?} {provider:?}"
+            );
+        }
+    }
 
     #[test]
     fn key_headers() {

@@ -1,8 +1,11 @@
 //! OpenAI: chat completions and responses at `/v1/...`, a bearer key.
 
 use super::{dialect_path, Home, KeyHeader, Quirks, Routes};
+use crate::dialect::Dialect;
 
 pub(crate) const HOME: Home = Home {
+    speaks: &[Dialect::Chat, Dialect::Responses],
+    api: Dialect::Chat,
     key_header: |_| KeyHeader::Bearer,
     default_base_url: None,
     signs_with_aws: false,

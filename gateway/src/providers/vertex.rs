@@ -12,16 +12,20 @@ use super::target::{check_upstream_key, key_error, read_service_account, KeyErro
 use super::{
     check_region, first_set, AnthropicHeaders, Home, KeyHeader, OwnKeys, Quirks, RouteInput, Routes,
 };
-use crate::dialect::Provider;
+use crate::dialect::{Dialect, Provider};
 
 /// Gemini on Vertex.
 pub(crate) const HOME: Home = Home {
+    speaks: &[Dialect::Gemini],
+    api: Dialect::Gemini,
     routes: |r| Routes::Gemini(Arc::new(GeminiUris::new(r.base, &models(r, "google")))),
     ..BASE
 };
 
 /// Claude on Vertex.
 pub(crate) const ANTHROPIC_HOME: Home = Home {
+    speaks: &[Dialect::Messages],
+    api: Dialect::Messages,
     routes: |r| {
         let models = models(r, "anthropic");
         Routes::Pair {
@@ -40,6 +44,8 @@ pub(crate) const ANTHROPIC_HOME: Home = Home {
 };
 
 const BASE: Home = Home {
+    speaks: &[],
+    api: Dialect::Gemini,
     // An OAuth access token (Vertex takes no API key here).
     key_header: |_| KeyHeader::Bearer,
     default_base_url: Some(|t| t.location.as_deref().map(default_base_url)),
