@@ -1,0 +1,10 @@
+//! A server that speaks only OpenAI chat completions (vLLM, Ollama, llama.cpp, Groq): a
+//! bearer key, OpenAI's paths, as OpenAI's home.
+
+use super::Home;
+use crate::dialect::Upstream;
+
+pub(crate) const HOME: Home = Home {
+    speaks: &[Upstream::Chat],
+    ..super::openai::HOME
+};
