@@ -67,12 +67,6 @@ impl Provider {
             Provider::Bedrock => "bedrock",
         }
     }
-
-    /// Whether this provider runs OpenAI's own models and API (the same request fields:
-    /// `max_completion_tokens`, reasoning effort).
-    pub(crate) const fn is_openai(self) -> bool {
-        matches!(self, Provider::Openai | Provider::AzureOpenai)
-    }
 }
 
 /// A client-facing API dialect, fixed by the request path.

@@ -17,6 +17,7 @@ pub(crate) const HOME: Home = Home {
     routes: |_| Routes::PerDialect(path),
     quirks: Quirks {
         passes_query: false,
+        max_completion_tokens: true,
         ..Quirks::PLAIN
     },
 };

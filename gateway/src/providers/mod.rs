@@ -160,16 +160,20 @@ pub(crate) struct Quirks {
     /// A passthrough target is asked for token counts (`count_tokens`, `:countTokens`);
     /// otherwise the gateway estimates them.
     pub(crate) counts_tokens: bool,
+    /// A translated chat request's token limit goes in `max_completion_tokens` (OpenAI's
+    /// own models refuse `max_tokens`); compatible servers often know only `max_tokens`.
+    pub(crate) max_completion_tokens: bool,
 }
 
 impl Quirks {
-    /// OpenAI's and most providers': the client's query passes, Anthropic's headers are
-    /// dropped when translated, token counts are asked upstream.
+    /// Most providers': the client's query passes, Anthropic's headers are dropped when
+    /// translated, token counts are asked upstream, a chat limit is `max_tokens`.
     pub(crate) const PLAIN: Quirks = Quirks {
         model_in_url: false,
         passes_query: true,
         anthropic_headers: AnthropicHeaders::DroppedWhenTranslated,
         counts_tokens: true,
+        max_completion_tokens: false,
     };
 }
 
@@ -346,6 +350,17 @@ mod tests {
                 upstream,
                 "{client:?} {provider:?}"
             );
+        }
+    }
+
+    /// A translated chat request's limit: `max_completion_tokens` for OpenAI's own models
+    /// (OpenAI, Azure), `max_tokens` for every other provider (a compatible server's home,
+    /// built on OpenAI's, must not inherit it).
+    #[test]
+    fn only_openai_models_take_max_completion_tokens() {
+        for p in Provider::ALL {
+            let want = matches!(p, Provider::Openai | Provider::AzureOpenai);
+            assert_eq!(home(p).quirks.max_completion_tokens, want, "{}", p.name());
         }
     }
 

@@ -10,5 +10,8 @@ pub(crate) const HOME: Home = Home {
     default_base_url: None,
     signs_with_aws: false,
     routes: |_| Routes::PerDialect(dialect_path),
-    quirks: Quirks::PLAIN,
+    quirks: Quirks {
+        max_completion_tokens: true,
+        ..Quirks::PLAIN
+    },
 };

@@ -39,6 +39,7 @@ pub(crate) const ANTHROPIC_HOME: Home = Home {
         anthropic_headers: AnthropicHeaders::VersionInBody,
         // Claude on Vertex counts at another model (`count-tokens:rawPredict`): not yet asked.
         counts_tokens: false,
+        ..Quirks::PLAIN
     },
     ..BASE
 };

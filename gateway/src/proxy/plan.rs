@@ -61,7 +61,7 @@ impl Plan<'_> {
             None => unreachable!("a translating target has a decoded request"),
         };
         let info = translate::TargetInfo {
-            provider: target.provider,
+            max_completion_tokens: target.quirks.max_completion_tokens,
             model: &target.model,
             default_max_tokens: self.default_max_tokens,
             reasoning: target.reasoning,
