@@ -18,11 +18,12 @@ use tokio::sync::watch;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::client::UpstreamClient;
-use crate::config::{self, EnvError, Problem};
+use crate::env::{env_secret, EnvError};
 use crate::metrics::Metrics;
 use crate::providers::aws_creds::{self, Keys};
 use crate::providers::google::{self, ServiceAccount};
 use crate::providers::refresh::Refreshing;
+use crate::providers::target::{read_service_account, Problem};
 use crate::providers::{Credential, KeyHeader, UpstreamAuth};
 
 /// The largest token-endpoint answer read (Google's is a few hundred bytes).
@@ -133,7 +134,7 @@ pub(crate) struct Compiled {
 pub(crate) fn compile(
     model: &str,
     index: usize,
-    t: &config::Target,
+    t: &crate::providers::Target,
     sources: &mut Sources<'_>,
 ) -> Result<Compiled, CredentialError> {
     let model_err = |source| CredentialError::Env {
@@ -141,7 +142,7 @@ pub(crate) fn compile(
         source,
     };
     let from_env = |var: &String, header: KeyHeader| {
-        let key = config::env_secret(var).map_err(model_err)?;
+        let key = env_secret(var).map_err(model_err)?;
         let cred = Credential::new(header, &key).map_err(|_| CredentialError::UpstreamKey {
             model: model.to_owned(),
             var: var.clone(),
@@ -198,7 +199,7 @@ pub(crate) fn compile(
             key_project: project.clone(),
         });
     }
-    let sa = config::read_service_account(&path).map_err(|source| CredentialError::KeyFile {
+    let sa = read_service_account(&path).map_err(|source| CredentialError::KeyFile {
         model: model.to_owned(),
         source,
     })?;

@@ -3,7 +3,8 @@
 use serde::Deserialize;
 
 /// The upstream API a target speaks. A client dialect the provider does not speak is
-/// translated (see `crate::translate` and TRANSLATION.md). Configured per target
+/// translated (see `crate::translate`, TRANSLATION.md, and `crate::providers` for what
+/// each speaks). Configured per target
 /// (`[[models.targets]] provider`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub(crate) enum Provider {
@@ -66,17 +67,6 @@ impl Provider {
             Provider::Bedrock => "bedrock",
         }
     }
-
-    /// Whether this provider runs OpenAI's own models and API (the same request fields:
-    /// `max_completion_tokens`, reasoning effort).
-    pub(crate) const fn is_openai(self) -> bool {
-        matches!(self, Provider::Openai | Provider::AzureOpenai)
-    }
-
-    /// Whether this is one of Google Vertex AI's providers (location, project, OAuth).
-    pub(crate) const fn is_vertex(self) -> bool {
-        matches!(self, Provider::Vertex | Provider::VertexAnthropic)
-    }
 }
 
 /// A client-facing API dialect, fixed by the request path.
@@ -95,8 +85,8 @@ pub(crate) enum Dialect {
 }
 
 /// The API a target's requests go upstream in: the client's own dialect passed through, or
-/// the one they are translated to (`Dialect::upstream_for`). Converse is upstream only: no
-/// route speaks it, so it is no [`Dialect`].
+/// the one they are translated to (`crate::providers::upstream_for`). Converse is upstream
+/// only: no route speaks it, so it is no [`Dialect`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Upstream {
     Chat,
@@ -145,36 +135,6 @@ impl Dialect {
         }
     }
 
-    /// Whether an upstream of `provider` serves this dialect natively (passthrough).
-    pub(crate) const fn served_by(self, provider: Provider) -> bool {
-        matches!(
-            (self, provider),
-            (
-                Dialect::Chat | Dialect::Responses,
-                Provider::Openai | Provider::AzureOpenai
-            ) | (Dialect::Chat, Provider::OpenaiCompatible)
-                | (
-                    Dialect::Messages,
-                    Provider::Anthropic | Provider::VertexAnthropic
-                )
-                | (Dialect::Gemini, Provider::Gemini | Provider::Vertex)
-        )
-    }
-
-    /// The API a request in this dialect is sent upstream in: itself where `provider`
-    /// speaks it (passthrough), else the provider's API it is translated to.
-    pub(crate) const fn upstream_for(self, provider: Provider) -> Upstream {
-        if self.served_by(provider) {
-            return self.upstream();
-        }
-        match provider {
-            Provider::Anthropic | Provider::VertexAnthropic => Upstream::Messages,
-            Provider::Openai | Provider::OpenaiCompatible | Provider::AzureOpenai => Upstream::Chat,
-            Provider::Gemini | Provider::Vertex => Upstream::Gemini,
-            Provider::Bedrock => Upstream::Converse,
-        }
-    }
-
     /// The envelope errors use.
     pub(crate) const fn envelope(self) -> Envelope {
         self.upstream().envelope()
@@ -190,7 +150,7 @@ impl Upstream {
             Upstream::Messages => "/v1/messages",
             Upstream::Responses => "/v1/responses",
             Upstream::Gemini => "/v1beta/models",
-            // Never joined: a Bedrock target's URIs name the model (`crate::state`).
+            // Never joined: a Bedrock target's URIs name the model (`crate::providers::bedrock`).
             Upstream::Converse => "/model",
         }
     }
@@ -275,92 +235,6 @@ mod tests {
         }
         for (i, p) in Provider::ALL.into_iter().enumerate() {
             assert_eq!(p as usize, i);
-        }
-    }
-
-    /// TRANSLATION.md's matrix is what the code does: a row for every provider a config
-    /// accepts, a column for every client route ([`Dialect::ALL`]'s order).
-    #[test]
-    fn the_translation_matrix_is_the_code() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let Ok(doc) = std::fs::read_to_string(root.join("TRANSLATION.md")) else {
-            // Nix's test source holds no documentation (nix/gateway/source.nix: a docs edit
-            // rebuilds nothing), README.md included; a checkout with its README lost this.
-            assert!(
-                !root.join("README.md").exists(),
-                "TRANSLATION.md is missing"
-            );
-            return;
-        };
-        let rows: Vec<Vec<&str>> = doc
-            .lines()
-            .skip_while(|l| !l.starts_with("| provider \\ client route"))
-            .skip(2)
-            .take_while(|l| l.starts_with('|'))
-            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
-            .collect();
-        let named: Vec<&str> = rows.iter().map(|r| r[0].trim_matches('`')).collect();
-        let all: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
-        assert_eq!(named, all, "one row per provider, in Provider::ALL's order");
-        for (row, provider) in rows.iter().zip(Provider::ALL) {
-            for (cell, client) in row[1..].iter().zip(Dialect::ALL) {
-                let want = match client.upstream_for(provider) {
-                    u if u == client => "passthrough",
-                    Upstream::Chat => "translated to chat",
-                    Upstream::Messages => "translated to messages",
-                    Upstream::Gemini => "translated to Gemini",
-                    Upstream::Converse => "translated to Converse",
-                    Upstream::Responses => "translated to responses",
-                };
-                assert_eq!(*cell, want, "{} from {client:?}", provider.name());
-            }
-        }
-    }
-
-    #[test]
-    fn every_provider_serves_every_dialect() {
-        use Dialect::*;
-        use Upstream as U;
-        let cases = [
-            (Chat, Provider::Openai, U::Chat),
-            (Responses, Provider::Openai, U::Responses),
-            (Messages, Provider::Openai, U::Chat),
-            (Chat, Provider::Anthropic, U::Messages),
-            (Responses, Provider::Anthropic, U::Messages),
-            (Messages, Provider::Anthropic, U::Messages),
-            (Chat, Provider::OpenaiCompatible, U::Chat),
-            (Messages, Provider::OpenaiCompatible, U::Chat),
-            (Responses, Provider::OpenaiCompatible, U::Chat),
-            (Gemini, Provider::Gemini, U::Gemini),
-            (Gemini, Provider::Openai, U::Chat),
-            (Gemini, Provider::Anthropic, U::Messages),
-            (Gemini, Provider::OpenaiCompatible, U::Chat),
-            (Chat, Provider::Gemini, U::Gemini),
-            (Messages, Provider::Gemini, U::Gemini),
-            (Responses, Provider::Gemini, U::Gemini),
-            (Chat, Provider::AzureOpenai, U::Chat),
-            (Responses, Provider::AzureOpenai, U::Responses),
-            (Messages, Provider::AzureOpenai, U::Chat),
-            (Gemini, Provider::AzureOpenai, U::Chat),
-            (Gemini, Provider::Vertex, U::Gemini),
-            (Chat, Provider::Vertex, U::Gemini),
-            (Messages, Provider::Vertex, U::Gemini),
-            (Responses, Provider::Vertex, U::Gemini),
-            (Messages, Provider::VertexAnthropic, U::Messages),
-            (Chat, Provider::VertexAnthropic, U::Messages),
-            (Responses, Provider::VertexAnthropic, U::Messages),
-            (Gemini, Provider::VertexAnthropic, U::Messages),
-            (Chat, Provider::Bedrock, U::Converse),
-            (Messages, Provider::Bedrock, U::Converse),
-            (Responses, Provider::Bedrock, U::Converse),
-            (Gemini, Provider::Bedrock, U::Converse),
-        ];
-        for (client, provider, upstream) in cases {
-            assert_eq!(
-                client.upstream_for(provider),
-                upstream,
-                "{client:?} {provider:?}"
-            );
         }
     }
 }

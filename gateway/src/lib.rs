@@ -20,6 +20,7 @@ mod conn;
 mod credentials;
 mod dialect;
 mod entry;
+mod env;
 mod error;
 #[cfg(test)]
 mod fuzz;

@@ -15,7 +15,8 @@ use crate::config::{self, Config};
 use crate::dialect::{Dialect, Provider, Upstream};
 use crate::headers::ForwardError;
 use crate::metrics::Metrics;
-use crate::providers::UpstreamAuth;
+use crate::providers::gemini::GeminiUris;
+use crate::providers::{home, Quirks, RouteInput, Routes, UpstreamAuth};
 use crate::ratelimit::{Limiter, Limits, RedisError, Scope};
 use crate::translate::policy::{BuiltinTools, Policy};
 use crate::upstream_url::{UpstreamUrl, UrlError};
@@ -37,44 +38,13 @@ pub(crate) struct Target {
     pub(crate) upstream: Upstream,
     /// The upstream model takes a reasoning effort (`reasoning = true`).
     pub(crate) reasoning: bool,
+    /// How requests are shaped for its provider (`crate::providers`).
+    pub(crate) quirks: Quirks,
     /// A Gemini upstream's URIs, one per method (`uri` is `generateContent`'s).
     pub(crate) gemini: Option<Arc<GeminiUris>>,
     /// Where streamed requests go when that is another URI than `uri` (Claude on Vertex:
     /// `:streamRawPredict`, `uri` being `:rawPredict`).
     pub(crate) stream_uri: Option<Uri>,
-}
-
-/// The model is in a Gemini path, and so is the method: every URI a target may need.
-pub(crate) struct GeminiUris {
-    pub(crate) generate: Uri,
-    pub(crate) stream_sse: Uri,
-    pub(crate) stream_json: Uri,
-    pub(crate) count_tokens: Uri,
-}
-
-impl GeminiUris {
-    /// `models`: the path of the model, the method's suffix following (Google's
-    /// `/v1beta/models/{model}`, Vertex's publisher path).
-    fn new(base: &UpstreamUrl, models: &str) -> GeminiUris {
-        let at = |suffix: &str| base.join(&format!("{models}{suffix}"));
-        use crate::dialect::GeminiMethod as M;
-        GeminiUris {
-            generate: at(M::Generate.upstream_suffix()),
-            stream_sse: at(M::Stream { sse: true }.upstream_suffix()),
-            stream_json: at(M::Stream { sse: false }.upstream_suffix()),
-            count_tokens: at(M::CountTokens.upstream_suffix()),
-        }
-    }
-
-    pub(crate) fn of(&self, m: crate::dialect::GeminiMethod) -> &Uri {
-        use crate::dialect::GeminiMethod as M;
-        match m {
-            M::Generate => &self.generate,
-            M::Stream { sse: true } => &self.stream_sse,
-            M::Stream { sse: false } => &self.stream_json,
-            M::CountTokens => &self.count_tokens,
-        }
-    }
 }
 
 impl Target {
@@ -190,57 +160,24 @@ impl State {
                 let upstream_model = t.upstream_model();
                 let model_json =
                     Bytes::from(serde_json::to_vec(upstream_model).expect("a string serializes"));
+                let home = home(t.provider);
                 let project = t.project.as_ref().or(compiled.key_project.as_ref());
-                let vertex_path = |publisher| {
-                    // Validation made sure a Vertex target has a project.
-                    crate::providers::google::model_path(
-                        project.map_or("", |p| p.as_str()),
-                        t.location.as_deref().unwrap_or_default(),
-                        publisher,
-                        &t.model,
-                    )
-                };
-                let gemini = match t.provider {
-                    // Configs may name the model as Google's API lists it (`models/gemini-...`).
-                    Provider::Gemini => Some(format!(
-                        "/v1beta/models/{}",
-                        t.model.strip_prefix("models/").unwrap_or(&t.model)
-                    )),
-                    Provider::Vertex => Some(vertex_path("google")),
-                    _ => None,
-                }
-                .map(|models| Arc::new(GeminiUris::new(&base, &models)));
-                // Two URIs, one for answers and one for streams: Claude on Vertex
-                // (`:rawPredict`, `:streamRawPredict`) and Bedrock (`converse`,
-                // `converse-stream`).
-                let raw_predict = match t.provider {
-                    Provider::VertexAnthropic => {
-                        let models = vertex_path("anthropic");
-                        Some((
-                            base.join(&format!("{models}:rawPredict")),
-                            base.join(&format!("{models}:streamRawPredict")),
-                        ))
-                    }
-                    Provider::Bedrock => {
-                        let path = crate::providers::bedrock_path;
-                        Some((
-                            base.join(&path(&t.model, false)),
-                            base.join(&path(&t.model, true)),
-                        ))
-                    }
-                    _ => None,
+                let routes = (home.routes)(&RouteInput {
+                    target: t,
+                    base: &base,
+                    project: project.map(|p| p.as_str()),
+                });
+                let (gemini, stream_uri) = match &routes {
+                    Routes::Gemini(g) => (Some(g.clone()), None),
+                    Routes::Pair { stream, .. } => (None, Some(stream.clone())),
+                    Routes::PerDialect(_) => (None, None),
                 };
                 for d in Dialect::ALL {
-                    let upstream = d.upstream_for(t.provider);
-                    let uri = match (&gemini, &raw_predict) {
-                        (Some(g), _) => g.generate.clone(),
-                        (_, Some((raw, _))) => raw.clone(),
-                        _ => base.join(&crate::providers::upstream_path(
-                            t.provider,
-                            upstream,
-                            upstream_model,
-                            t.api_version.as_deref(),
-                        )),
+                    let upstream = crate::providers::upstream_for(d, t.provider);
+                    let uri = match &routes {
+                        Routes::Gemini(g) => g.generate.clone(),
+                        Routes::Pair { answer, .. } => answer.clone(),
+                        Routes::PerDialect(path) => base.join(&path(t, upstream)),
                     };
                     targets[d.index()].push(Target {
                         host: crate::headers::host(&uri),
@@ -251,8 +188,9 @@ impl State {
                         provider: t.provider,
                         upstream,
                         reasoning: t.reasoning,
+                        quirks: home.quirks,
                         gemini: gemini.clone(),
-                        stream_uri: raw_predict.as_ref().map(|(_, s)| s.clone()),
+                        stream_uri: stream_uri.clone(),
                     });
                 }
             }

@@ -48,7 +48,7 @@ let
     workspaceTop r
     || under "gateway" r
     || under "trainer" r
-    # config.rs's tests include_str! the example config.
+    # config/tests.rs include_str!s the example config.
     || r == "gateway.example.toml";
 in
 {

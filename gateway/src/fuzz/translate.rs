@@ -20,7 +20,7 @@ use serde_json::{json, Map, Number, Value};
 
 use super::corpus;
 use super::{apply, cpu_time, edit, fuzz, json_value, text, untimed, Edit, MAX_CASE};
-use crate::dialect::{Dialect, Provider, Upstream};
+use crate::dialect::{Dialect, Upstream};
 use crate::translate::hub::{
     ClientView, Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat,
     Role, StopReason, Tool, ToolChoice, ToolKind, Usage,
@@ -367,12 +367,9 @@ const UPSTREAMS: [Dialect; 3] = [Dialect::Chat, Dialect::Messages, Dialect::Gemi
 
 fn target(upstream: Dialect, reasoning: bool, policy: Policy) -> TargetInfo<'static> {
     TargetInfo {
-        provider: match upstream {
-            Dialect::Messages => Provider::Anthropic,
-            Dialect::Gemini => Provider::Gemini,
-            _ if reasoning => Provider::Openai,
-            _ => Provider::OpenaiCompatible,
-        },
+        // A chat upstream that reasons is OpenAI's (`max_completion_tokens`); else a
+        // compatible server's.
+        max_completion_tokens: reasoning && upstream == Dialect::Chat,
         model: "up",
         default_max_tokens: 4096,
         reasoning,

@@ -9,8 +9,10 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
+use super::forward::upstream_request;
+use super::refuse::{fail, set_request_ids};
 use super::request::RequestHead;
-use super::{fail, respond, set_request_ids, upstream_request, Asked};
+use super::respond::{respond, Asked};
 use crate::body::{full, GatewayBody};
 use crate::dialect::Dialect;
 use crate::error::ErrorKind;
@@ -29,10 +31,8 @@ pub(super) async fn answer(
     head: &RequestHead<'_>,
     query: Option<&str>,
 ) -> Response<GatewayBody> {
-    // Claude on Vertex counts at another model (`count-tokens:rawPredict`): not yet asked.
-    let exact = |t: &&Target| {
-        !t.translates(dialect) && t.provider != crate::dialect::Provider::VertexAnthropic
-    };
+    // Not every provider is asked (`crate::providers::Quirks::counts_tokens`).
+    let exact = |t: &&Target| !t.translates(dialect) && t.quirks.counts_tokens;
     match targets.iter().find(exact) {
         Some(t) => upstream(c, dialect, t, client_headers, body, head, query).await,
         None => estimate(c, dialect, body),

@@ -16,6 +16,7 @@ use crate::settle::Settlement;
 use crate::translate::stream::Translator;
 use crate::usage::Usage;
 
+use super::offload::{blocking, OFF_RUNTIME_BYTES};
 use super::upstream_stream::UpstreamStream;
 
 pub(crate) struct TranslatedStream {
@@ -82,15 +83,15 @@ impl Body for TranslatedStream {
                     // several reallocations per upstream chunk.
                     let mut out = Vec::with_capacity(chunk.len() + chunk.len() / 2 + 512);
                     match this.upstream.gzip_side() {
-                        None if translator.held() + chunk.len() >= super::OFF_RUNTIME_BYTES => {
+                        None if translator.held() + chunk.len() >= OFF_RUNTIME_BYTES => {
                             // An event of megabytes takes milliseconds to translate: the
                             // worker's other tasks move to another thread meanwhile.
-                            super::blocking(|| translator.feed(chunk, &mut out))
+                            blocking(|| translator.feed(chunk, &mut out))
                         }
                         None => translator.feed(chunk, &mut out),
-                        Some(gz) => super::blocking(|| {
-                            gz.feed(chunk, |plain| translator.feed(plain, &mut out))
-                        }),
+                        Some(gz) => {
+                            blocking(|| gz.feed(chunk, |plain| translator.feed(plain, &mut out)))
+                        }
                     }
                     if translator.oversized() > 0 {
                         this.finished = true;

@@ -460,7 +460,7 @@ pub(super) fn encode_request<'a>(r: &'a Request, t: TargetInfo<'a>) -> wire::Cha
         encode_message(m, &mut messages);
     }
     // OpenAI's newer models refuse `max_tokens`; compatible servers often only know it.
-    let (max_completion_tokens, max_tokens) = if t.provider.is_openai() {
+    let (max_completion_tokens, max_tokens) = if t.max_completion_tokens {
         (r.max_tokens, None)
     } else {
         (None, r.max_tokens)
@@ -806,7 +806,7 @@ mod tests {
         );
         assert_eq!(out["parallel_tool_calls"], false);
         let t = TargetInfo {
-            provider: Provider::Openai,
+            max_completion_tokens: true,
             ..t
         };
         let out = serde_json::to_value(encode_request(&r, t)).unwrap();
@@ -985,7 +985,7 @@ mod tests {
 
         // A chat target takes no breakpoints: dropped, named once per field.
         let t = TargetInfo {
-            provider: Provider::OpenaiCompatible,
+            max_completion_tokens: false,
             ..t
         };
         let enc = crate::translate::encode_request(Upstream::Chat, &r, t).unwrap();

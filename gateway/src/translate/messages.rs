@@ -724,7 +724,7 @@ mod tests {
         let chat = serde_json::to_value(super::super::chat::encode_request(
             &r,
             TargetInfo {
-                provider: Provider::Openai,
+                max_completion_tokens: true,
                 ..target()
             },
         ))

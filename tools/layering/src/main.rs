@@ -780,6 +780,15 @@ modules = ["chat", "stream"]
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("layers.toml");
         let s = parse(&std::fs::read_to_string(file).unwrap()).unwrap();
         let names: Vec<String> = s.iter().map(Section::title).collect();
-        assert_eq!(names, ["bench", "gateway", "gateway.translate", "trainer"]);
+        assert_eq!(
+            names,
+            [
+                "bench",
+                "gateway",
+                "gateway.proxy",
+                "gateway.translate",
+                "trainer"
+            ]
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! The gateway configuration a shape trains under (schema: `gateway/src/config.rs`).
+//! The gateway configuration a shape trains under (schema: `gateway/src/config/`).
 
 use toml::{Table, Value};
 
