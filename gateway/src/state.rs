@@ -37,6 +37,8 @@ pub(crate) struct Target {
     pub(crate) upstream: Upstream,
     /// The upstream model takes a reasoning effort (`reasoning = true`).
     pub(crate) reasoning: bool,
+    /// `sampling = "..."`: the model's sampling rule, over TRANSLATION.md's table.
+    pub(crate) sampling: Option<crate::config::Sampling>,
     /// A Gemini upstream's URIs, one per method (`uri` is `generateContent`'s).
     pub(crate) gemini: Option<Arc<GeminiUris>>,
     /// Where streamed requests go when that is another URI than `uri` (Claude on Vertex:
@@ -251,6 +253,7 @@ impl State {
                         provider: t.provider,
                         upstream,
                         reasoning: t.reasoning,
+                        sampling: t.sampling,
                         gemini: gemini.clone(),
                         stream_uri: raw_predict.as_ref().map(|(_, s)| s.clone()),
                     });

@@ -13,6 +13,8 @@ pub(crate) struct TargetInfo<'a> {
     pub(crate) default_max_tokens: u64,
     /// Whether the upstream model takes a reasoning effort (`reasoning = true`).
     pub(crate) reasoning: bool,
+    /// `sampling = "..."` on the target: its model's rule over the table (`sampling`).
+    pub(crate) sampling: Option<crate::config::Sampling>,
     pub(crate) policy: policy::Policy,
 }
 
@@ -25,6 +27,7 @@ impl<'a> TargetInfo<'a> {
             model,
             default_max_tokens,
             reasoning: false,
+            sampling: None,
             policy: policy::Policy::default(),
         }
     }

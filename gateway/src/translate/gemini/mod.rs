@@ -19,7 +19,7 @@ use super::errors::{TranslateError, UpstreamShapeError};
 use super::field::{array, count, invalid, is_inert, need, number, object, string, strings};
 use super::hub::{
     Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat, Role,
-    StopReason, Tool, ToolChoice, Usage,
+    SamplingNames, StopReason, Tool, ToolChoice, Usage,
 };
 use super::policy::Verdicts;
 use super::target::TargetInfo;
@@ -424,6 +424,7 @@ fn decode_generation_config(
 ) -> Result<(), TranslateError> {
     let mut mime = None;
     let mut schema_v = None;
+    r.sampling_names = SamplingNames::Gemini;
     for (key, val) in object(v, "generationConfig")? {
         if val.is_null() {
             continue;
