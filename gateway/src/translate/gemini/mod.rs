@@ -568,6 +568,9 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, 
             _ => contents.push(wire::ContentOut { role, parts }),
         }
     }
+    if signature::required(t.model) {
+        signature::placeholders(&mut contents);
+    }
     let tools = if r.tools.is_empty() {
         Vec::new()
     } else {

@@ -89,6 +89,44 @@ fn is_canonical_base64(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
+/// Google's documented signature for a function call the model did not make (a transcript
+/// from another provider, a call the client injected): Gemini 3 answers 400 to a model turn
+/// whose first call carries no signature, and accepts this one instead
+/// (<https://ai.google.dev/gemini-api/docs/thought-signatures>, "FAQs";
+/// <https://cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures>).
+pub(crate) const PLACEHOLDER: &str = "skip_thought_signature_validator";
+
+/// Whether `model` validates signatures: Gemini 3 and later (`gemini-3-pro-preview`,
+/// `gemini-3.1-flash`, a Vertex publisher path ending in one).
+pub(crate) fn required(model: &str) -> bool {
+    let Some(at) = model.rfind("gemini-") else {
+        return false;
+    };
+    let digits: String = model[at + "gemini-".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse::<u32>().is_ok_and(|major| major >= 3)
+}
+
+/// The first call of each model turn that carries no signature gets [`PLACEHOLDER`] (Google
+/// validates only the first call of a step; parallel calls after it carry none).
+pub(crate) fn placeholders(contents: &mut [super::wire::ContentOut<'_>]) {
+    for c in contents.iter_mut().filter(|c| c.role == "model") {
+        let first = c
+            .parts
+            .iter_mut()
+            .find(|p| matches!(p, super::wire::PartOut::Call { .. }));
+        if let Some(super::wire::PartOut::Call {
+            thought_signature: s @ None,
+            ..
+        }) = first
+        {
+            *s = Some(PLACEHOLDER.to_owned());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
