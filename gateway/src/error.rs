@@ -21,6 +21,8 @@ pub(crate) enum ErrorKind {
     /// The request body did not arrive within `server.body_read_timeout_ms`.
     RequestTimeout,
     MethodNotAllowed,
+    /// A WebSocket upgrade where only HTTP is served (`/v1/responses`): 426.
+    UpgradeRequired,
     /// A gateway-wide bound was hit (connections, buffered upstream bytes).
     Overloaded,
     UriTooLong,
@@ -42,6 +44,7 @@ impl ErrorKind {
             ErrorKind::GatewayTimeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorKind::UpgradeRequired => StatusCode::UPGRADE_REQUIRED,
             ErrorKind::Overloaded | ErrorKind::CredentialsUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -56,6 +59,7 @@ impl ErrorKind {
             ErrorKind::InvalidRequest
             | ErrorKind::RequestTimeout
             | ErrorKind::MethodNotAllowed
+            | ErrorKind::UpgradeRequired
             | ErrorKind::UriTooLong
             | ErrorKind::HeadersTooLarge => "invalid_request_error",
             ErrorKind::Overloaded => "overloaded_error",
@@ -83,6 +87,7 @@ impl ErrorKind {
             ErrorKind::GatewayTimeout => ("server_error", Some("timeout")),
             ErrorKind::RequestTimeout => ("invalid_request_error", Some("request_timeout")),
             ErrorKind::MethodNotAllowed => ("invalid_request_error", Some("method_not_allowed")),
+            ErrorKind::UpgradeRequired => ("invalid_request_error", Some("upgrade_required")),
             ErrorKind::Overloaded => ("server_error", Some("overloaded")),
             ErrorKind::UriTooLong => ("invalid_request_error", Some("uri_too_long")),
             ErrorKind::HeadersTooLarge => ("invalid_request_error", Some("headers_too_large")),

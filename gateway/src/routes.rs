@@ -27,6 +27,16 @@ fn is_get(req: &Request<Incoming>) -> bool {
     req.method() == http::Method::GET || req.method() == http::Method::HEAD
 }
 
+/// `Upgrade: websocket` (any case, any position in a list).
+fn is_websocket_upgrade(req: &Request<Incoming>) -> bool {
+    req.headers()
+        .get_all(header::UPGRADE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|p| p.trim().eq_ignore_ascii_case("websocket"))
+}
+
 /// The main listener's service.
 pub(crate) async fn route(
     gw: Arc<State>,
@@ -60,6 +70,18 @@ pub(crate) async fn route(
         let c = Settlement::begin(gw, route, id);
         let msg = format!("{path} requires GET");
         return Ok(proxy::method_not_allowed(c, Dialect::Chat, GET_HEAD, msg));
+    }
+    // Codex opens Responses over a WebSocket first and falls back to HTTP only on a 426.
+    if path == "/v1/responses" && is_websocket_upgrade(&req) {
+        let id = request_id(&gw, &req);
+        let c = Settlement::begin(gw, Route::Responses, id);
+        let msg = "WebSocket is not served here: the gateway serves Responses over HTTP (POST /v1/responses)";
+        return Ok(proxy::fail(
+            c,
+            Dialect::Responses,
+            ErrorKind::UpgradeRequired,
+            msg,
+        ));
     }
     let (dialect, op) = match path {
         "/v1/chat/completions" => (Dialect::Chat, Op::Generate),

@@ -46,6 +46,9 @@ TRANSLATED_MODELS=(
   "gpt-5.5-compat openai-compatible $DROP"
   "gemini-3-openai openai"
   "gemini-3-anthropic anthropic"
+  # The README's "Gemini CLI on Claude": a Claude 4.5 upstream id, which the mock holds to
+  # Anthropic's temperature-or-top_p rule (Gemini CLI sends both on every request).
+  "claude-sonnet-4-5-gcli anthropic"
   "gemini-3-compat openai-compatible"
   "claude-sonnet-4-5-oc anthropic"
 )
@@ -94,6 +97,8 @@ CASES=(
   "gemini gemini-3-anthropic tool"
   "gemini gemini-3-compat text"
   "gemini gemini-3-compat tool"
+  "gemini claude-sonnet-4-5-gcli text"
+  "gemini claude-sonnet-4-5-gcli tool"
   # Its default setup (no -m): the router's JSON-schema request (the mock answers a JSON
   # instance of the schema), then the model it picked.
   "gemini default text"

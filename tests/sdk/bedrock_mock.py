@@ -34,6 +34,7 @@ from botocore.credentials import Credentials
 from botocore.eventstream import EventStreamBuffer
 
 from mock_server import serve
+import refusals
 
 ACCESS_KEY = "AKIDGATEWAYSDKTEST01"
 SECRET_KEY = "gw-sdk-secret/Key+0123456789abcdefghijklm"
@@ -251,6 +252,9 @@ def make_handler(mock: BedrockMock):
                 return self.error(404, "UnknownOperationException", "not found")
             if not isinstance(body, dict) or "modelId" in body or not body.get("messages"):
                 return self.error(400, "ValidationException", "bad Converse body")
+            inference = body.get("inferenceConfig") or {}
+            if refused := refusals.claude_sampling(model, inference.get("temperature"), inference.get("topP")):
+                return self.error(400, "ValidationException", refused)
             if model == "mock-throttle":
                 return self.error(429, "ThrottlingException", "Too many requests, please wait before trying again.")
             blocks, stop = answer_for(body)

@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from google.auth import jwt as google_jwt
 
 from mock_server import serve
+import refusals
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"
@@ -239,6 +240,8 @@ def make_handler(mock: CloudMock):
             if publisher == "google":
                 if not isinstance(body, dict) or "contents" not in body or "model" in body:
                     return 400, "application/json", {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "bad body"}}
+                if refused := refusals.gemini_calls(parts[9].rsplit(":", 1)[0], body):
+                    return 400, "application/json", {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": refused}}
                 if method == "generateContent":
                     return 200, "application/json", gemini_chunk(GEMINI_TEXT, True)
                 if method == "streamGenerateContent" and query == "alt=sse":
@@ -252,6 +255,9 @@ def make_handler(mock: CloudMock):
                         or "anthropic-version" in self.headers:
                     return 400, "application/json", {"type": "error", "error": {
                         "type": "invalid_request_error", "message": "not a Vertex Claude body"}}
+                if refused := refusals.claude_sampling(parts[9].rsplit(":", 1)[0], body.get("temperature"), body.get("top_p")):
+                    return 400, "application/json", {"type": "error", "error": {
+                        "type": "invalid_request_error", "message": refused}}
                 stream = body.get("stream") is True
                 if method == "rawPredict" and not stream:
                     return 200, "application/json", {

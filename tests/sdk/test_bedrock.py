@@ -15,6 +15,7 @@ import bedrock_mock
 from conftest import GATEWAY_KEY, anthropic_client, binary, genai_client, openai_client, start
 
 CLAUDE = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+CLAUDE_45 = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 PROFILE_ARN = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-x"
 WRONG_SECRET = "wrong-secret-for-the-sdk-test-0123456789"
 SESSION_KEY = "ASIAGATEWAYSDKTEST02"
@@ -49,6 +50,7 @@ def bedrock_gateway(workdir, bedrock):
     env = 'aws_credentials = "env"\n'
     models = {
         "br-claude": (CLAUDE, env),
+        "br-claude-45": (CLAUDE_45, env),
         "br-arn": (PROFILE_ARN, 'aws_credentials = "profile"\naws_profile = "session"\n'),
         "br-apikey": (CLAUDE, 'api_key_env = "GW_SDK_BEDROCK_API_KEY"\n'),
         "br-wrong": (CLAUDE, 'aws_credentials = "profile"\naws_profile = "wrong"\n'),
@@ -129,6 +131,20 @@ def test_chat_text_system_usage_signed(bedrock, bedrock_gateway):
     assert "model" not in s.body
     assert s.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=" + bedrock_mock.ACCESS_KEY)
     assert "x-amz-security-token" not in s.headers
+
+
+def test_claude_4_5_gets_temperature_or_top_p(bedrock, bedrock_gateway):
+    # Bedrock refuses both samplers on Claude 4.5 (so does the mock, refusals.py): top_p is
+    # dropped and named, temperature carried (issue 51).
+    oai = openai_client(bedrock_gateway.url)
+    before = len(bedrock.seen)
+    raw = oai.chat.completions.with_raw_response.create(
+        model="br-claude-45", max_tokens=50, temperature=0.5, top_p=0.9, messages=PROMPT)
+    assert raw.parse().choices[0].message.content == bedrock_mock.TEXT
+    assert raw.headers["x-gateway-dropped-fields"] == "top_p"
+    [s] = new_seen(bedrock, before)
+    assert s.status == 200
+    assert s.body["inferenceConfig"] == {"maxTokens": 50, "temperature": 0.5}
 
 
 def test_chat_stream(bedrock, bedrock_gateway):

@@ -23,7 +23,7 @@ use super::{apply, cpu_time, edit, fuzz, json_value, text, untimed, Edit, MAX_CA
 use crate::dialect::{Dialect, Upstream};
 use crate::translate::hub::{
     ClientView, Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat,
-    Role, StopReason, Tool, ToolChoice, ToolKind, Usage,
+    Role, SamplingNames, StopReason, Tool, ToolChoice, ToolKind, Usage,
 };
 use crate::translate::policy::{BuiltinTools, Policy};
 use crate::translate::{self, chat, gemini, messages, TargetInfo, TranslateError};
@@ -373,6 +373,7 @@ fn target(upstream: Dialect, reasoning: bool, policy: Policy) -> TargetInfo<'sta
         model: "up",
         default_max_tokens: 4096,
         reasoning,
+        sampling: None,
         policy,
     }
 }
@@ -1004,6 +1005,11 @@ fn request(dialect: Dialect) -> impl Strategy<Value = Request> {
                     temperature,
                     top_p,
                     top_k: top_k.filter(|_| gemini),
+                    sampling_names: if gemini {
+                        SamplingNames::Gemini
+                    } else {
+                        SamplingNames::Plain
+                    },
                     response_format: response_format.filter(|_| gemini),
                     user,
                     stream,
@@ -1043,6 +1049,16 @@ fn round_trip(dialect: Dialect, r0: Request, reasoning: bool) -> Result<(), Test
         }
         Err(e) => return Err(TestCaseError::fail(format!("encoding refused: {e}"))),
     };
+    // A sampling parameter out of the target's range is dropped, and named (`sampling`).
+    let mut r0 = r0;
+    for d in &encoded.dropped {
+        match d.rsplit('.').next() {
+            Some("temperature") => r0.temperature = None,
+            Some("top_p" | "topP") => r0.top_p = None,
+            Some("top_k" | "topK") => r0.top_k = None,
+            _ => {}
+        }
+    }
     let body: Value = serde_json::from_slice(&encoded.body).expect("an encoded body is JSON");
     let r1 = translate::decode_request(
         dialect,

@@ -27,7 +27,7 @@ pub(crate) mod target;
 pub(crate) mod vertex;
 
 pub(crate) use auth::{Credential, UpstreamAuth};
-pub(crate) use target::{KeyError, Problem, Target};
+pub(crate) use target::{KeyError, Problem, Sampling, Target};
 
 /// The provider table: each provider kind's home.
 pub(crate) const fn home(p: Provider) -> &'static Home {

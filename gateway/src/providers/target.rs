@@ -31,6 +31,9 @@ pub(crate) struct Target {
     /// otherwise they are dropped.
     #[serde(default)]
     pub(crate) reasoning: bool,
+    /// Which sampling parameters the upstream model takes, for a model TRANSLATION.md's
+    /// sampling table does not know (absent: the table's rule).
+    pub(crate) sampling: Option<Sampling>,
     /// Azure OpenAI: the deployment (default: `model`), in the URL of a dated API version
     /// and the body's `model`.
     pub(crate) deployment: Option<String>,
@@ -61,6 +64,21 @@ pub(crate) struct Target {
     /// Bedrock: the section of the shared credentials file (default: `AWS_PROFILE`, else
     /// `default`).
     pub(crate) aws_profile: Option<String>,
+}
+
+/// `sampling` on a target: which of `temperature`, `top_p`, `top_k` its model takes
+/// (translated requests; what it does not take is dropped, or refused under `strict`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Sampling {
+    /// All three (where the API has them).
+    All,
+    /// Temperature and top_p, no top_k.
+    TemperatureAndTopP,
+    /// Temperature or top_p, not both (Claude 4.5 and later): top_p goes when both came.
+    TemperatureOrTopP,
+    /// None of them.
+    None,
 }
 
 impl Target {

@@ -65,6 +65,7 @@ impl Plan<'_> {
             model: &target.model,
             default_max_tokens: self.default_max_tokens,
             reasoning: target.reasoning,
+            sampling: target.sampling,
             policy: self.policy,
         };
         let big = body.len() >= OFF_RUNTIME_BYTES;

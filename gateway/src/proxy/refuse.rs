@@ -157,6 +157,7 @@ const fn error_label(kind: ErrorKind) -> &'static str {
         ErrorKind::GatewayTimeout => "gateway_timeout",
         ErrorKind::RequestTimeout => "body_read_timeout",
         ErrorKind::MethodNotAllowed => "method_not_allowed",
+        ErrorKind::UpgradeRequired => "websocket_refused",
         ErrorKind::Overloaded => "overloaded",
         ErrorKind::UriTooLong => "uri_too_long",
         ErrorKind::HeadersTooLarge => "headers_too_large",

@@ -24,9 +24,12 @@ pub(crate) struct Request {
     /// Numbers are kept as sent (no float round trip).
     pub(crate) temperature: Option<Number>,
     pub(crate) top_p: Option<Number>,
-    /// Gemini clients only (`generationConfig.topK`, which Gemini CLI sends on every
-    /// request): Anthropic and Gemini targets take it; chat targets drop it.
+    /// Gemini's `generationConfig.topK` (Gemini CLI sends it on every request) or Anthropic's
+    /// `top_k`: Anthropic and Gemini targets take it (`sampling`).
     pub(crate) top_k: Option<Number>,
+    /// How the client named `temperature`, `top_p` and `top_k` (a drop names the client's
+    /// own field).
+    pub(crate) sampling_names: SamplingNames,
     /// Structured output the client asked for (Gemini's `responseMimeType` and schema).
     pub(crate) response_format: Option<ResponseFormat>,
     pub(crate) user: Option<String>,
@@ -42,6 +45,16 @@ pub(crate) struct Request {
     pub(crate) dropped: Vec<String>,
     /// What the client's dialect needs to render the answer in its own terms.
     pub(crate) view: ClientView,
+}
+
+/// How the client named the sampling fields (drops name the client's own field).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum SamplingNames {
+    /// `temperature`, `top_p`, `top_k` (chat, messages, Responses).
+    #[default]
+    Plain,
+    /// `generationConfig.temperature`, `.topP`, `.topK`.
+    Gemini,
 }
 
 /// JSON output.

@@ -35,6 +35,8 @@ pub(crate) fn decode_request(v: &mut Value, cx: &mut Verdicts) -> Result<Request
             "stop_sequences" => r.stop = strings(val, k)?,
             "temperature" => r.temperature = Some(number(val, k)?),
             "top_p" => r.top_p = Some(number(val, k)?),
+            // Gemini's topK; refused where no equivalent exists (`sampling`).
+            "top_k" => r.top_k = Some(number(val, k)?),
             "stream" => r.stream = boolean(val, k)?,
             "tools" => r.tools = decode_tools(val, cx)?,
             "tool_choice" => decode_tool_choice(val, r)?,
@@ -46,7 +48,7 @@ pub(crate) fn decode_request(v: &mut Value, cx: &mut Verdicts) -> Result<Request
             "context_management" => {
                 cx.client_side(k, "it edits thinking blocks, and none come back translated")
             }
-            "top_k" | "container" | "mcp_servers" if is_inert(val) => {}
+            "container" | "mcp_servers" if is_inert(val) => {}
             _ => cx.refuse(k, "it has no equivalent there"),
         }
         Ok(())
@@ -831,6 +833,18 @@ mod tests {
         let e = decode(&body).unwrap_err().to_string();
         assert!(e.contains("tools[0] (web_search_20250305)"), "{e}");
         assert!(e.contains("builtin_tools = \"drop\""), "{e}");
+    }
+
+    /// Anthropic's top_k reaches Gemini as topK (it was refused, "no equivalent there").
+    #[test]
+    fn top_k_is_carried_to_gemini() {
+        let body = json!({"model": "m", "max_tokens": 1, "messages": [], "top_k": 5});
+        let r =
+            crate::translate::decode_lenient(Dialect::Messages, Upstream::Gemini, &body).unwrap();
+        let t = TargetInfo::plain(Provider::Gemini, "gemini-2.5-pro", 8);
+        let out = crate::translate::encode_request(Upstream::Gemini, &r, t).unwrap();
+        let v: Value = serde_json::from_slice(&out.body).unwrap();
+        assert_eq!(v["generationConfig"]["topK"], 5);
     }
 
     #[test]

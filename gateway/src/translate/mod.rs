@@ -24,6 +24,7 @@ pub(crate) mod json;
 pub(crate) mod messages;
 pub(crate) mod policy;
 pub(crate) mod responses;
+mod sampling;
 pub(crate) mod stream;
 mod target;
 mod walk;
@@ -130,6 +131,14 @@ pub(crate) fn decode_request_value(
     if policy.strict {
         no_reasoning(&r, reasoning, &mut verdicts);
     }
+    // An Anthropic client's top_k, in the same one 400 (and before failover picks a target
+    // that cannot take it: the passthrough target answers then).
+    if r.top_k.is_some()
+        && r.sampling_names == hub::SamplingNames::Plain
+        && upstream == Upstream::Chat
+    {
+        verdicts.refuse("top_k", "it has no equivalent there");
+    }
     r.dropped = verdicts.finish(api_name(upstream))?;
     Ok(r)
 }
@@ -173,13 +182,9 @@ pub(crate) fn encode_request(
 ) -> Result<Encoded, TranslateError> {
     let mut verdicts = policy::Verdicts::new(target.policy);
     no_reasoning(req, target.reasoning, &mut verdicts);
-    // Gemini's topK (Gemini CLI sends it on every request): chat has no such control.
-    if req.top_k.is_some() && upstream == Upstream::Chat {
-        verdicts.client_side(
-            "generationConfig.topK",
-            "OpenAI's chat completions take no top-k sampling",
-        );
-    }
+    // What the target's model cannot take of the sampling parameters (a copy only then).
+    let trimmed = sampling::trim(req, upstream, target.model, target.sampling, &mut verdicts);
+    let req = trimmed.as_ref().unwrap_or(req);
     // Anthropic takes JSON output only with a schema.
     if req.response_format == Some(hub::ResponseFormat::Json) && upstream == Upstream::Messages {
         verdicts.refuse(
@@ -272,7 +277,7 @@ pub(crate) fn translate_response_of(
 }
 
 /// What Converse has no place for: one tool call per turn, JSON output, images by URL,
-/// reasoning control (not mapped yet), and `top_k` outside Anthropic's models. Whether an
+/// reasoning control (not mapped yet); `top_k` outside Anthropic's models is `sampling`'s. Whether an
 /// image was refused (the body is then not encoded).
 fn converse_verdicts(
     req: &hub::Request,
@@ -298,12 +303,6 @@ fn converse_verdicts(
     }
     if target.reasoning {
         no_reasoning(req, false, verdicts);
-    }
-    if req.top_k.is_some() && !converse::is_anthropic(target.model) {
-        verdicts.client_side(
-            "generationConfig.topK",
-            "only Anthropic's models on Bedrock take top-k sampling",
-        );
     }
     refused
 }

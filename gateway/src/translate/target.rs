@@ -16,6 +16,8 @@ pub(crate) struct TargetInfo<'a> {
     pub(crate) default_max_tokens: u64,
     /// Whether the upstream model takes a reasoning effort (`reasoning = true`).
     pub(crate) reasoning: bool,
+    /// `sampling = "..."` on the target: its model's rule over the table (`sampling`).
+    pub(crate) sampling: Option<crate::providers::Sampling>,
     pub(crate) policy: policy::Policy,
 }
 
@@ -30,6 +32,7 @@ impl<'a> TargetInfo<'a> {
             model,
             default_max_tokens,
             reasoning: false,
+            sampling: None,
             policy: policy::Policy::default(),
         }
     }

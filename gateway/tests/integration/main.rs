@@ -26,3 +26,4 @@ mod translate_failover;
 mod translate_gemini;
 mod translate_matrix;
 mod vertex;
+mod websocket;

@@ -609,3 +609,66 @@ async fn opencode_cache_control_maps_to_anthropic_and_drops_on_gemini() {
     assert!(head.contains(":generatecontent"), "{head}");
     assert!(!sent.to_string().contains("cache_control"));
 }
+
+/// A target whose upstream model is `upstream_model`, with `extra` keys on the target.
+fn claude_target(name: &str, base: &str, upstream_model: &str, extra: &str) -> String {
+    format!(
+        "[[models]]\nname = \"{name}\"\n[[models.targets]]\nprovider = \"anthropic\"\nbase_url = \"{base}\"\nmodel = \"{upstream_model}\"\napi_key_env = \"{UPSTREAM_KEY_ENV}\"\n{extra}\n"
+    )
+}
+
+/// The README's "Gemini CLI on Claude" recipe: Gemini CLI sends temperature 1, topP 0.95
+/// and topK 64 on every request, and Claude 4.5 refuses temperature with top_p (issue 51):
+/// top_p is dropped and named, temperature and top_k carried. A model the table does not
+/// know takes the same rule from `sampling` on its target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_on_claude_4_5_sends_temperature_or_top_p() {
+    let up = json_upstream().await;
+    let base = up.base_url();
+    let config = format!(
+        "{}{}",
+        claude_target("sonnet", &base, "claude-sonnet-4-5", ""),
+        claude_target(
+            "custom",
+            &base,
+            "my-claude",
+            "sampling = \"temperature_or_top_p\""
+        ),
+    );
+    let gw = TestGateway::start(&config).await;
+    for model in ["sonnet", "custom"] {
+        let r = gw
+            .send(post(
+                &format!("/v1beta/models/{model}:generateContent"),
+                GEMINI_CLI,
+            ))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(
+            dropped(&r).contains(&"generationConfig.topP".to_owned()),
+            "{model}: {:?}",
+            dropped(&r)
+        );
+        let (_, sent) = up.requests().pop().unwrap();
+        assert!(sent.get("top_p").is_none(), "{model}: {sent}");
+        assert_eq!(sent["temperature"], 1);
+        assert_eq!(sent["top_k"], 64);
+    }
+}
+
+/// opencode's Anthropic SDK sends `top_k` on Gemini models: carried as Gemini's `topK`
+/// (it was refused, "no equivalent there"); still refused on chat targets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_top_k_reaches_gemini_as_top_k() {
+    let up = json_upstream().await;
+    let gw = TestGateway::start(&gemini_agents_config(&up.base_url())).await;
+    let body = r#"{"model":"claude-sonnet-4-5-gem","max_tokens":8,"top_k":64,"messages":[{"role":"user","content":"hi"}]}"#;
+    let r = gw.send(post("/v1/messages", body)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, sent) = up.requests().pop().unwrap();
+    assert_eq!(sent["generationConfig"]["topK"], 64, "{sent}");
+    let on_chat = r#"{"model":"gemini-3-openai","max_tokens":8,"top_k":64,"messages":[{"role":"user","content":"hi"}]}"#;
+    let r = gw.send(post("/v1/messages", on_chat)).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("top_k"), "{}", r.text());
+}

@@ -98,6 +98,12 @@ impl Shared {
         };
         let gemini = GeminiCall::parse(path).map(|call| (call, alt_sse(parts.uri.query())));
         let vertex_model = crate::dialect::vertex_anthropic_model(path);
+        // What the real API refuses (issue 51): `refusals`.
+        if let Some(why) = (body.as_ref().ok()).and_then(|b| {
+            super::refusals::refused(dialect, gemini.as_ref().map(|g| &g.0), vertex_model, b)
+        }) {
+            return error(dialect, StatusCode::BAD_REQUEST, &why);
+        }
         let mut response = self.answer(dialect, gemini, vertex_model, body);
         dialect.add_upstream_headers(response.headers_mut(), number);
         response

@@ -125,6 +125,7 @@ mod gemini;
 mod handler;
 mod json;
 mod probe;
+mod refusals;
 mod render;
 mod server;
 mod structured;

@@ -436,8 +436,10 @@ async fn tool_calls_and_tool_results_keep_precedence_over_a_schema() {
                 Dialect::Chat => json!({"messages": [{"role": "user", "content": "hi"},
                     {"role": "assistant", "tool_calls": []},
                     {"role": "tool", "tool_call_id": "a", "content": "marker 42"}]}),
+                // Signed: Gemini 3 refuses an unsigned call (the mock too, `refusals`).
                 _ => json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]},
-                    {"role": "model", "parts": [{"functionCall": {"name": "Read", "args": {}}}]},
+                    {"role": "model", "parts": [{"functionCall": {"name": "Read", "args": {}},
+                        "thoughtSignature": "c2ln"}]},
                     {"role": "user", "parts": [{"functionResponse": {"name": "Read", "response": {"output": "marker 42"}}}]}]}),
             };
             let mut extra = turn;

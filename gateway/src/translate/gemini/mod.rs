@@ -19,7 +19,7 @@ use super::errors::{TranslateError, UpstreamShapeError};
 use super::field::{array, count, invalid, is_inert, need, number, object, string, strings};
 use super::hub::{
     Effort, Image, Message, Output, Part, Reasoning, Request, Response, ResponseFormat, Role,
-    StopReason, Tool, ToolChoice, Usage,
+    SamplingNames, StopReason, Tool, ToolChoice, Usage,
 };
 use super::policy::Verdicts;
 use super::target::TargetInfo;
@@ -424,6 +424,7 @@ fn decode_generation_config(
 ) -> Result<(), TranslateError> {
     let mut mime = None;
     let mut schema_v = None;
+    r.sampling_names = SamplingNames::Gemini;
     for (key, val) in object(v, "generationConfig")? {
         if val.is_null() {
             continue;
@@ -566,6 +567,9 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, 
             Some(prev) if prev.role == role => prev.parts.extend(parts),
             _ => contents.push(wire::ContentOut { role, parts }),
         }
+    }
+    if signature::required(t.model) {
+        signature::placeholders(&mut contents);
     }
     let tools = if r.tools.is_empty() {
         Vec::new()
