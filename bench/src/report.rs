@@ -102,9 +102,10 @@ pub(crate) fn callgrind_markdown(r: &CallgrindReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Shape `{}`, one gateway worker, {} keep-alive connection(s), marginal counts per request \
-         = (run of {} requests - run of {}) / {}; {}.\n",
+        "Shape `{}`, upstream {}, one gateway worker, {} keep-alive connection(s), marginal counts \
+         per request = (run of {} requests - run of {}) / {}; {}.\n",
         r.shape,
+        r.upstream,
         r.connections,
         r.requests_big,
         r.requests_small,

@@ -28,6 +28,9 @@ const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 pub(crate) struct Shared {
     config: MockConfig,
     count: AtomicU64,
+    /// Connections accepted, and TLS handshakes completed (server.rs counts both).
+    pub(crate) connections: AtomicU64,
+    pub(crate) handshakes: AtomicU64,
     recorded: Mutex<Vec<RecordedRequest>>,
     cache: AnswerCache,
 }
@@ -38,6 +41,8 @@ impl Shared {
             cache: AnswerCache::new(config.clone()),
             config,
             count: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            handshakes: AtomicU64::new(0),
             recorded: Mutex::new(Vec::new()),
         }
     }

@@ -129,9 +129,11 @@ mod render;
 mod server;
 mod structured;
 mod text;
+mod tls;
 mod tool_call;
 
 use std::net::SocketAddr;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -139,6 +141,7 @@ use std::time::Duration;
 pub use conversation::TOOL_RESULT_PREFIX;
 pub use gemini::{thought_signature as gemini_thought_signature, CALL_ID as GEMINI_CALL_ID};
 pub use text::{expected_text, expected_usage, INPUT_TOKENS};
+pub use tls::MockTls;
 
 /// The model-name prefix that asks for an error: `mock-error-<status>`.
 pub(crate) const ERROR_MODEL_PREFIX: &str = "mock-error-";
@@ -167,6 +170,11 @@ pub struct MockConfig {
     /// Write each request's body to `DIR/NNN.json` (NNN: the request's number from 001,
     /// in arrival order), whole or not at all: written to a temporary name, then renamed.
     pub record_dir: Option<PathBuf>,
+    /// Serve HTTPS with this identity (its CA is what the client must trust).
+    pub tls: Option<Arc<MockTls>>,
+    /// Close each connection after every N responses (`Connection: close` on the Nth), so a
+    /// client opens new connections, each with its handshake on TLS.
+    pub close_every: Option<NonZeroU64>,
 }
 
 impl MockConfig {
@@ -192,6 +200,8 @@ impl Default for MockConfig {
             record: false,
             cached_tokens: 0,
             record_dir: None,
+            tls: None,
+            close_every: None,
         }
     }
 }
@@ -237,9 +247,28 @@ impl MockUpstream {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    /// `http://127.0.0.1:PORT` (`https://` when serving TLS), without a trailing slash.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.config().tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// Connections accepted so far.
+    pub fn connection_count(&self) -> u64 {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// TLS handshakes completed so far (0 without TLS).
+    pub fn handshake_count(&self) -> u64 {
+        self.shared
+            .handshakes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The config this server answers with.
