@@ -10,6 +10,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use super::answer::ToolCall;
 use super::body::MockBody;
 use super::cache::{self, AnswerCache, Rendered};
 use super::conversation::{self, Turn, TOOL_RESULT_PREFIX};
@@ -18,7 +19,7 @@ use super::json::json_str;
 use super::probe::probe;
 use super::render::{self, Shape};
 use super::structured::{self, Format};
-use super::tool_call::{self, ToolCall};
+use super::tool_call;
 use super::{MockConfig, RecordedRequest, ERROR_MODEL_PREFIX};
 use crate::dialect::{Dialect, GeminiCall, GeminiMethod};
 

@@ -115,6 +115,7 @@
 //!   Gemini `usageMetadata.cachedContentTokenCount` (all part of the input count) and
 //!   Anthropic `cache_read_input_tokens` (on top of `input_tokens`, as Anthropic counts).
 
+mod answer;
 mod body;
 mod cache;
 pub mod cli;
@@ -179,8 +180,8 @@ pub struct MockConfig {
 
 impl MockConfig {
     /// The usage of an answer with `output` tokens under this config.
-    pub(crate) fn tokens(&self, output: u64) -> render::Tokens {
-        render::Tokens {
+    pub(crate) fn tokens(&self, output: u64) -> answer::Tokens {
+        answer::Tokens {
             input: INPUT_TOKENS,
             cached: self.cached_tokens.min(INPUT_TOKENS),
             output,
