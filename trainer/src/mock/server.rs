@@ -94,7 +94,7 @@ where
             let n = served.fetch_add(1, Ordering::Relaxed) + 1;
             // hyper closes the connection after a response that says so; the client then
             // knows not to reuse it (no race with a request already on its way).
-            if close_every.is_some_and(|every| n % every.get() == 0) {
+            if close_every.is_some_and(|every| n.is_multiple_of(every.get())) {
                 response.headers_mut().insert(
                     http::header::CONNECTION,
                     http::HeaderValue::from_static("close"),
