@@ -40,6 +40,15 @@
 //! `model` and `"anthropic_version": "vertex-2023-10-16"` (else 400). The bearer token is not
 //! checked (tests/sdk/cloud_mock.py verifies tokens); [`RecordedRequest`] keeps it.
 //!
+//! # HTTPS and new connections
+//!
+//! [`MockConfig::tls`] ([`MockTls::generate`]: a CA and a certificate for `127.0.0.1` and
+//! `localhost`, made at start) serves HTTPS, as every cloud provider does; the client trusts
+//! [`MockTls::ca_pem`] (the gateway: `upstream.extra_ca_file`). [`MockConfig::close_every`]
+//! closes each connection after N responses, so the client opens new ones (a handshake each
+//! on HTTPS); [`MockUpstream::connection_count`] and [`MockUpstream::handshake_count`] count
+//! them.
+//!
 //! # Answers on demand
 //!
 //! Deterministic triggers in the request, so a test (or a gateway config, which picks the
