@@ -3,8 +3,9 @@
 # (examples/textsearch, the second program through lib.mkPgoBoltChain; report), the translated
 # paths' instructions per request next to passthrough (report, callgrind-translated.md), the
 # holdout gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape
-# exceed 1.00x plain; and it must fail when handed the instrumented build) and the soak and fault run on the plain build (scripts/soak.sh; fails on any
-# failed normal request, leaked fds or memory, or an unclean exit). The short real bench run
+# exceed 1.00x plain; and must itself fail when handed the instrumented build) and the soak
+# and fault run on the plain build (scripts/soak.sh; fails on any failed normal request,
+# leaked fds or memory, or an unclean exit). The short real bench run
 # (smoke) is `cargo test --manifest-path bench/Cargo.toml --test bench`.
 #
 # Usage: scripts/bench-ci.sh [CHAIN_OUT]
