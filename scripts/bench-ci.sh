@@ -3,8 +3,9 @@
 # (examples/textsearch, the second program through lib.mkPgoBoltChain; report), the translated
 # paths' instructions per request next to passthrough (report, callgrind-translated.md), the
 # holdout gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape
-# exceed 1.00x plain) and the soak and fault run on the plain build (scripts/soak.sh; fails on any
-# failed normal request, leaked fds or memory, or an unclean exit). The short real bench run
+# exceed 1.00x plain; and must itself fail when handed the instrumented build) and the soak
+# and fault run on the plain build (scripts/soak.sh; fails on any failed normal request,
+# leaked fds or memory, or an unclean exit). The short real bench run
 # (smoke) is `cargo test --manifest-path bench/Cargo.toml --test bench`.
 #
 # Usage: scripts/bench-ci.sh [CHAIN_OUT]
@@ -15,7 +16,7 @@
 #   TRAINER    a built trainer, for the chain when CHAIN_OUT is not given (default: built
 #              here, release without fat LTO)
 # Results: $BENCH_CI_OUT (default ./out/bench-ci): callgrind.json, callgrind-<shape>.json,
-# holdout.json, *.md.
+# holdout.json, *.md; callgrind-http.json (the reference shape on plain HTTP).
 # About 15 minutes on a 2-core VM once the chain is built (valgrind runs ~50x slower; the
 # translated pairs add nine callgrind shapes, the soak about 2).
 set -euo pipefail
@@ -52,7 +53,11 @@ variants=(
 t0=$SECONDS
 "$BENCH" callgrind --shapes shapes --shape chat-nonstream-minimal "${variants[@]}" \
   --work-dir "$out/callgrind" --json "$out/callgrind.json" --markdown "$out/callgrind.md"
-echo "=== bench-ci: callgrind ratios in $((SECONDS - t0)) s"
+# The reference shape's upstream is HTTPS (every cloud provider's is); the same requests on plain
+# HTTP give TLS's own cost per build (BENCHMARKS.md "HTTP and HTTPS upstreams").
+"$BENCH" callgrind --shapes shapes --shape chat-nonstream-minimal --upstream http "${variants[@]}" \
+  --work-dir "$out/callgrind-http" --json "$out/callgrind-http.json" --markdown "$out/callgrind-http.md"
+echo "=== bench-ci: callgrind ratios (HTTPS and HTTP upstream) in $((SECONDS - t0)) s"
 
 # The second program's chain (examples/textsearch, tier c builds it into CHAIN_OUT/textsearch):
 # its PGO and PGO+BOLT instruction ratios (textsearch.md).
@@ -75,6 +80,30 @@ t0=$SECONDS
 "$BENCH" holdout --shapes shapes "${variants[@]}" \
   --work-dir "$out/holdout" --json "$out/holdout.json" --markdown "$out/holdout.md"
 echo "=== bench-ci: holdout gate passed in $((SECONDS - t0)) s"
+
+# The gate fails end to end: the same command handed a build that really is worse (the
+# instrumented one, its counters on every edge) as the "optimized" variant must exit non-zero
+# naming the holdout shape. Fewer requests: the verdict is ~1.3x, far from the noise.
+if [ -x "$chain/gateway-instrumented/bin/gateway" ]; then
+  t0=$SECONDS
+  holdout_shape=$(grep -l '^holdout = true' shapes/*.toml | head -n1 | xargs basename -s .toml)
+  mkdir -p "$out/holdout-worse"
+  rc=0
+  LLVM_PROFILE_FILE="$out/holdout-worse/%p.profraw" "$BENCH" holdout --shapes shapes \
+    --variant "plain=$chain/gateway/bin/gateway" \
+    --variant "instrumented=$chain/gateway-instrumented/bin/gateway" \
+    --small 8 --big 200 --work-dir "$out/holdout-worse" 2>"$out/holdout-worse.err" || rc=$?
+  if [ "$rc" = 0 ] || ! grep -q "holdout gate FAILED on $holdout_shape" "$out/holdout-worse.err"; then
+    tail -n 20 "$out/holdout-worse.err" >&2
+    echo "bench-ci: bench holdout passed the instrumented build (exit $rc)" >&2
+    exit 1
+  fi
+  grep "holdout gate FAILED" "$out/holdout-worse.err" | sed 's/^/  /'
+  echo "=== bench-ci: holdout gate failed on a worse build, as it must, in $((SECONDS - t0)) s"
+else
+  echo "bench-ci: no $chain/gateway-instrumented: the gate's failing direction is not run" >&2
+  exit 1
+fi
 
 # The board scripts users run, for real but briefly: one round (no paired interval, so the BOLT
 # rule cannot fire on noise), tiny steps, the chain's three binaries; then the 16-core script

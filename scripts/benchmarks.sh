@@ -3,6 +3,7 @@
 # (scripts/chain-local.sh; its per-stage wall times are the build-cost table), trains a second
 # PGO profile on the benchmarked shape alone (dilution check), then measures:
 #   callgrind  instructions / I1 misses / mispredictions per request, chat-nonstream-minimal
+#              (on its HTTPS upstream, and again on plain HTTP: what TLS costs per build)
 #   holdout    the gate on the holdout shape (instructions/request <= 1.00x plain)
 #   ab         anchored interleaved throughput with a control leg (noisy, report only)
 #   translated translated paths beside passthrough, callgrind (scripts/bench-translated.sh)
@@ -105,6 +106,10 @@ log "callgrind: chat-nonstream-minimal, plain / pgo / pgo-bolt${single:+ / pgo-s
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" "${single[@]}" \
   --work-dir "$results/callgrind" --json "$results/callgrind.json"
 
+# The same requests on a plain-HTTP upstream: beside the shape's HTTPS, TLS's own cost per build.
+"$BENCH" callgrind --shapes "$shapes" --shape chat-nonstream-minimal --upstream http \
+  --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
+  --work-dir "$results/callgrind-http" --json "$results/callgrind-http.json"
 # Where the instructions go: the top functions by self cost of the large runs.
 top() {
   callgrind_annotate --inclusive=no --show=Ir,I1mr --auto=no "$1" |

@@ -129,8 +129,11 @@ pub async fn run(
     let mock =
         MockThread::start(opts.mock_cpus.clone()).map_err(io("starting the mock upstream"))?;
     let config = opts.work_dir.join("gateway.toml");
-    std::fs::write(&config, bench_config(shape, mock.base_url(), opts.workers))
-        .map_err(io(format!("writing {}", config.display())))?;
+    std::fs::write(
+        &config,
+        bench_config(shape, mock.base_url(), None, opts.workers),
+    )
+    .map_err(io(format!("writing {}", config.display())))?;
 
     let slots = stats::schedule(all.len(), opts.rounds);
     let mut window_requests = opts.window_requests;

@@ -20,6 +20,7 @@ use crate::variant::Variant;
 use trainer::drive::{self, DriveOptions};
 use trainer::launch::{GatewayProcess, Launch, LaunchError};
 use trainer::shapes::Shape;
+use trainer::workload;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CallgrindError {
@@ -185,6 +186,10 @@ pub struct VariantCounts {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallgrindReport {
     pub shape: String,
+    /// The upstream the gateway reached: `http`, or `https` (a TLS handshake per new
+    /// connection, `reconnect_every` responses apart when the shape sets it).
+    #[serde(default = "plain_http")]
+    pub upstream: String,
     pub requests_small: u64,
     pub requests_big: u64,
     pub connections: u32,
@@ -233,16 +238,35 @@ pub async fn run(
         source,
     })?;
     let valgrind_version = version(&opts.valgrind)?;
-    let mock = MockThread::start(Vec::new()).map_err(|source| CallgrindError::Io {
-        what: "starting the mock upstream".into(),
-        source,
+    // The shape's upstream as training runs it: HTTPS with a CA made now, reconnects.
+    let mock_config = workload::mock_config(shape).map_err(|what| CallgrindError::Run {
+        variant: "mock upstream".into(),
+        what,
     })?;
-    let config = opts.out_dir.join(format!("{}.gateway.toml", shape.name));
-    std::fs::write(&config, bench_config(shape, mock.base_url(), 1)).map_err(|source| {
+    let ca_pem = mock_config.tls.as_ref().map(|t| t.ca_pem().to_owned());
+    let mock = MockThread::start_with(mock_config, Vec::new(), 1).map_err(|source| {
         CallgrindError::Io {
-            what: format!("writing {}", config.display()),
+            what: "starting the mock upstream".into(),
             source,
         }
+    })?;
+    let ca_file = opts.out_dir.join(format!("{}.upstream-ca.pem", shape.name));
+    if let Some(pem) = &ca_pem {
+        std::fs::write(&ca_file, pem).map_err(|source| CallgrindError::Io {
+            what: format!("writing {}", ca_file.display()),
+            source,
+        })?;
+    }
+    let config = opts.out_dir.join(format!("{}.gateway.toml", shape.name));
+    let text = bench_config(
+        shape,
+        mock.base_url(),
+        ca_pem.is_some().then_some(ca_file.as_path()),
+        1,
+    );
+    std::fs::write(&config, text).map_err(|source| CallgrindError::Io {
+        what: format!("writing {}", config.display()),
+        source,
     })?;
 
     let mut out = Vec::new();
@@ -299,6 +323,7 @@ pub async fn run(
     }
     Ok(CallgrindReport {
         shape: shape.name.clone(),
+        upstream: transport(shape),
         requests_small: opts.requests_small,
         requests_big: opts.requests_big,
         connections: opts.connections,
@@ -382,6 +407,20 @@ async fn one_run(
     Ok((events, text))
 }
 
+fn plain_http() -> String {
+    "http".into()
+}
+
+/// How a report names the shape's upstream: `http`, `https` or `https, new connection every N`.
+fn transport(shape: &Shape) -> String {
+    match (shape.upstream_tls, shape.reconnect_every) {
+        (false, None) => "http".into(),
+        (false, Some(n)) => format!("http, new connection every {n}"),
+        (true, None) => "https".into(),
+        (true, Some(n)) => format!("https, new connection every {n}"),
+    }
+}
+
 fn version(valgrind: &Path) -> Result<String, CallgrindError> {
     let out = std::process::Command::new(valgrind)
         .arg("--version")
@@ -399,6 +438,7 @@ fn version(valgrind: &Path) -> Result<String, CallgrindError> {
 pub(crate) fn report_of(shape: &str, irs: &[(&str, f64)]) -> CallgrindReport {
     CallgrindReport {
         shape: shape.into(),
+        upstream: plain_http(),
         requests_small: 8,
         requests_big: 2000,
         connections: 1,
@@ -504,6 +544,7 @@ mod tests {
         };
         let r = CallgrindReport {
             shape: "s".into(),
+            upstream: plain_http(),
             requests_small: 8,
             requests_big: 2000,
             connections: 1,

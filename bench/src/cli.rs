@@ -215,10 +215,21 @@ impl CallgrindCommon {
 struct CallgrindArgs {
     #[arg(long, default_value = "chat-nonstream-minimal")]
     shape: String,
+    /// The upstream's transport: the shape's own (`upstream_tls`), or plain HTTP or HTTPS
+    /// whatever the shape says (the same request both ways: what TLS costs per request).
+    #[arg(long, value_enum, default_value_t = Transport::Shape)]
+    upstream: Transport,
     #[command(flatten)]
     cg: CallgrindCommon,
     #[command(flatten)]
     common: Common,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Transport {
+    Shape,
+    Http,
+    Https,
 }
 
 #[derive(Args, Debug)]
@@ -637,7 +648,12 @@ async fn interrupted() -> &'static str {
 
 fn run_callgrind(a: CallgrindArgs) -> Result<(), Error> {
     check_variants(&a.cg.variants)?;
-    let shape = shapes::find(&a.common.shapes, &a.shape)?;
+    let mut shape = shapes::find(&a.common.shapes, &a.shape)?;
+    match a.upstream {
+        Transport::Shape => {}
+        Transport::Http => shape.upstream_tls = false,
+        Transport::Https => shape.upstream_tls = true,
+    }
     let opts = a.cg.options(work_dir(&a.common, "callgrind"));
     let r = runtime(1)?.block_on(callgrind::run(&shape, &a.cg.variants, &opts))?;
     let md = format!(

@@ -50,8 +50,11 @@ pub async fn run(shape: &Shape, opts: &LoadOptions) -> Result<LoadReport, BenchE
         .map_err(io(format!("creating {}", opts.work_dir.display())))?;
     let mock = MockThread::start(Vec::new()).map_err(io("starting the mock upstream"))?;
     let config = opts.work_dir.join("load-gateway.toml");
-    std::fs::write(&config, bench_config(shape, mock.base_url(), opts.workers))
-        .map_err(io(format!("writing {}", config.display())))?;
+    std::fs::write(
+        &config,
+        bench_config(shape, mock.base_url(), None, opts.workers),
+    )
+    .map_err(io(format!("writing {}", config.display())))?;
     let launch = Launch {
         bin: opts.gateway.clone(),
         config,

@@ -102,9 +102,10 @@ pub(crate) fn callgrind_markdown(r: &CallgrindReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Shape `{}`, one gateway worker, {} keep-alive connection(s), marginal counts per request \
-         = (run of {} requests - run of {}) / {}; {}.\n",
+        "Shape `{}`, upstream {}, one gateway worker, {} keep-alive connection(s), marginal counts \
+         per request = (run of {} requests - run of {}) / {}; {}.\n",
         r.shape,
+        r.upstream,
         r.connections,
         r.requests_big,
         r.requests_small,
@@ -169,6 +170,36 @@ pub(crate) fn targets_markdown(r: &CallgrindReport) -> String {
             "| plain instructions/request (gateway issue) | <= 130,000 | {} | {} |",
             thousands(*ir),
             if *ir <= 130_000.0 { "met" } else { "NOT met" }
+        );
+    }
+    s
+}
+
+/// The same shape's instructions per request on a plain-HTTP upstream and on its HTTPS one, per
+/// variant: what TLS costs, and each build's ratio to the first variant on both.
+pub(crate) fn tls_markdown(http: &CallgrindReport, https: &CallgrindReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Shape `{}`, the same requests on upstream `{}` and on `{}` (`bench callgrind --upstream \
+         http` beside the shape's own), marginal instructions per request:\n",
+        https.shape, http.upstream, https.upstream
+    );
+    s.push_str("| variant | HTTP | HTTPS | TLS's own cost | ratio HTTP | ratio HTTPS |\n");
+    s.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for v in &https.variants {
+        let ir = |r: &CallgrindReport| r.get(&v.name)?.per_request.get("Ir").copied();
+        let (a, b) = (ir(http), ir(https));
+        let base = |r: &CallgrindReport| r.ratio(&v.name, &r.baseline, "Ir");
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            v.name,
+            a.map_or("-".into(), thousands),
+            b.map_or("-".into(), thousands),
+            a.zip(b).map_or("-".into(), |(a, b)| thousands(b - a)),
+            f(base(http), 3),
+            f(base(https), 3),
         );
     }
     s
@@ -498,6 +529,15 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
         s.push_str("\n```\n");
     }
 
+    s.push_str("\n## HTTP and HTTPS upstreams (stable)\n\n");
+    match (
+        read_json::<CallgrindReport>(dir, CALLGRIND_HTTP)?,
+        &callgrind,
+    ) {
+        (Some(http), Some(https)) => s.push_str(&tls_markdown(&http, https)),
+        _ => s.push_str(NOT_MEASURED),
+    }
+
     s.push_str("\n## Translated paths beside passthrough (stable)\n\n");
     s.push_str(&translated_section(dir)?);
 
@@ -612,6 +652,29 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_section_gives_each_builds_cost_of_tls() {
+        let http = crate::callgrind::report_of(
+            "chat-nonstream-minimal",
+            &[("plain", 68_000.0), ("pgo", 52_000.0)],
+        );
+        let mut https = crate::callgrind::report_of(
+            "chat-nonstream-minimal",
+            &[("plain", 77_000.0), ("pgo", 63_000.0)],
+        );
+        https.upstream = "https".into();
+        let md = tls_markdown(&http, &https);
+        assert!(md.contains("on upstream `http` and on `https`"), "{md}");
+        assert!(
+            md.contains("| plain | 68,000 | 77,000 | 9,000 | 1.000 | 1.000 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| pgo | 52,000 | 63,000 | 11,000 | 0.765 | 0.818 |"),
+            "{md}"
+        );
+    }
 
     #[test]
     fn build_times_ratio_to_plain() {
@@ -729,7 +792,7 @@ mod tests {
         std::fs::write(d.join(META), "date: 2026-01-01\ncommit: abc\n").unwrap();
         let doc = document(&d).unwrap();
         assert!(doc.contains("- date: `2026-01-01`"));
-        assert_eq!(doc.matches("Not measured in this run").count(), 13);
+        assert_eq!(doc.matches("Not measured in this run").count(), 14);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -6,6 +6,9 @@ pub(crate) const META: &str = "meta.txt";
 pub(crate) const CALLGRIND: &str = "callgrind.json";
 pub(crate) const HOLDOUT: &str = "holdout.json";
 pub(crate) const HOLDOUT_CALLGRIND: &str = "holdout-callgrind.json";
+/// The reference shape's callgrind run on a plain-HTTP upstream (`--upstream http`), beside
+/// `callgrind.json` on the shape's own (HTTPS): what TLS costs per request.
+pub(crate) const CALLGRIND_HTTP: &str = "callgrind-http.json";
 pub(crate) const AB: &str = "ab.json";
 pub(crate) const AB_HOLDOUT: &str = "ab-holdout.json";
 pub const RSS: &str = "rss.json";

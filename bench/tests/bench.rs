@@ -209,3 +209,57 @@ async fn memory_gate_names_a_case_over_its_bound() {
     assert!(table.contains("**NOT met**"), "{table}");
     let _ = std::fs::remove_dir_all(&opts.work_dir);
 }
+
+/// `bench holdout`, the command the Nix check runs, fails closed on a variant whose counted
+/// process served nothing: a stand-in valgrind runs the `*-zero` copy of the gateway natively
+/// and reports 0 instructions (as a wrapper or a fork would under callgrind), and the real
+/// valgrind counts the baseline. A ratio of 0.00 must not pass: non-zero exit, the shape named.
+#[test]
+fn holdout_command_refuses_a_variant_measured_at_zero() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work("holdout-zero");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zero = dir.join("gateway-zero");
+    std::fs::copy(gateway_bin(), &zero).unwrap();
+    let valgrind = dir.join("valgrind");
+    std::fs::write(
+        &valgrind,
+        r#"#!/bin/sh
+# Stand-in: the *-zero program runs natively and "measures" 0; anything else is valgrind's.
+for a in "$@"; do case $a in */gateway-zero) zero=1 ;; esac; done
+[ -n "${zero:-}" ] || exec valgrind "$@"
+out=
+while [ $# -gt 0 ]; do
+  case $1 in --callgrind-out-file=*) out=${1#*=}; shift ;; -*) shift ;; *) break ;; esac
+done
+printf 'events: Ir\ntotals: 0\n' >"$out"
+exec "$@"
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&valgrind, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("holdout")
+        .arg("--shapes")
+        .arg(shapes::repo_dir())
+        .arg("--variant")
+        .arg(format!("plain={}", gateway_bin().display()))
+        .arg("--variant")
+        .arg(format!("pgo={}", zero.display()))
+        .arg("--valgrind")
+        .arg(&valgrind)
+        .args(["--small", "2", "--big", "10"])
+        .arg("--work-dir")
+        .arg(dir.join("work"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "passed:\n{stderr}");
+    assert!(
+        stderr.contains("holdout gate FAILED on responses-stream-mid")
+            && stderr.contains("variant pgo measured 0 instructions/request"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

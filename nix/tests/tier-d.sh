@@ -5,6 +5,8 @@
 #   2. a workload that exits 0, runs nothing      -> gateway-profile fails (no .profraw)
 #   3. an empty shapes set                        -> gateway-profile fails (`trainer shapes`)
 #   4. a profile trained on another source        -> gateway-pgo fails on `hash mismatch`
+#   5. a worse build as the holdout's PGO variant -> checks.holdout fails naming the shape
+#      (the instrumented gateway, nix/tests/holdout-worse.nix)
 # and, without a build, the workload contract of the profile stages on fabricated workloads
 # (too few profile files, one under the floor, one llvm-profdata cannot read, a hung workload,
 # a BOLT-instrumented binary that never ran), the merge of training parts (a torn part, parts
@@ -40,16 +42,17 @@ work=$(mktemp -d /var/tmp/tier-d.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # expect_failure NAME ATTR PATTERN ARGS...: the build of ATTR must fail, print PATTERN in its
-# log, leave no result link, and its output path must not be valid.
+# log, leave no result link, and its output path must not be valid. ATTR of EXPECT_NIX (default
+# the host chain, nix/host/chain.nix).
 expect_failure() {
-  local name=$1 attr=$2 pattern=$3 t1 drv out
+  local name=$1 attr=$2 pattern=$3 t1 drv out file=${EXPECT_NIX:-$repo/nix/host/chain.nix}
   shift 3
   t1=$(date +%s)
   echo "== $name"
-  drv=$(nix-instantiate "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} "$@" -A "$attr" 2>/dev/null) ||
+  drv=$(nix-instantiate "$file" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} "$@" -A "$attr" 2>/dev/null) ||
     fail "$name: does not evaluate"
   out=$(nix-store -q --outputs "$drv")
-  if nix-build "$repo/nix/host/chain.nix" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} "$@" -A "$attr" \
+  if nix-build "$file" "${host_nix_args[@]}" ${NIX_HOST_ARGS:-} "$@" -A "$attr" \
     -o "$work/result-$name" >"$work/$name.log" 2>&1; then
     fail "$name: $attr built"
   fi
@@ -448,6 +451,11 @@ grep -qE '^fn main\(.*\{$' "$main" || fail "stale-profile: no 'fn main(...) {' l
 sed -i -E '0,/^fn main\(.*\{$/s//&\n    if std::env::var_os("GATEWAY_STALE_PROFILE_PROBE").is_some() {\n        std::process::exit(7);\n    }/' "$main"
 expect_failure stale-profile gateway-pgo "hash mismatch" \
   --arg root "$stale" --arg profileFrom "$repo"
+
+# The holdout gate, end to end in its Nix check: a worse build fails it, naming the shape.
+holdout_shape=$(grep -l '^holdout = true' "$repo"/shapes/*.toml | head -n1 | xargs basename -s .toml)
+EXPECT_NIX="$repo/nix/tests/holdout-worse.nix" \
+  expect_failure holdout-worse holdout "holdout gate FAILED on $holdout_shape: instructions/request over 1.00x plain: pgo"
 
 # The packager's side: the preflight's refusals, strip = true, BOLT's symbol limit.
 "$repo/nix/tests/packager-checks.sh" "$work/packager"

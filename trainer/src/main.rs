@@ -192,13 +192,18 @@ fn run_workload(args: WorkloadArgs) -> Result<(), Error> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
-        let run = workload::run(&opts, |r| {
+        let run = workload::run(&opts, |shape, r, connections| {
             eprintln!(
-                "trainer workload: {}: {}/{} requests ok, {:.1} req/s",
+                "trainer workload: {}: {}/{} requests ok, {:.1} req/s, {connections} upstream connections ({})",
                 r.shape,
                 r.ok,
                 r.requests,
-                r.rate()
+                r.rate(),
+                if shape.upstream_tls {
+                    "HTTPS: a TLS handshake each"
+                } else {
+                    "plain HTTP"
+                }
             );
         });
         // On a signal (a caller's time limit), dropping the run kills the running gateway

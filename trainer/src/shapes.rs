@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -77,8 +78,9 @@ impl fmt::Display for Posture {
     }
 }
 
-/// The raw file; every field but `model`, `upstream`, `posture` and `holdout` is required
-/// (`model`: required of a gemini shape, refused of the others).
+/// The raw file; every field but `model`, `upstream`, `upstream_tls`, `reconnect_every`,
+/// `posture` and `holdout` is required (`model`: required of a gemini shape, refused of the
+/// others).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ShapeFile {
@@ -94,6 +96,12 @@ struct ShapeFile {
     /// Default: the dialect's native provider.
     #[serde(default)]
     upstream: Option<Provider>,
+    /// The upstream serves HTTPS (a CA made at start, handed over in `upstream.extra_ca_file`).
+    #[serde(default)]
+    upstream_tls: bool,
+    /// The upstream closes each connection after every N responses.
+    #[serde(default)]
+    reconnect_every: Option<u64>,
     #[serde(default)]
     posture: Posture,
     #[serde(default)]
@@ -116,6 +124,11 @@ pub struct Shape {
     pub concurrency: u32,
     /// The provider the model is routed to; not the dialect's native one: translated.
     pub upstream: Provider,
+    /// The mock upstream serves HTTPS, as every cloud provider does.
+    pub upstream_tls: bool,
+    /// The mock closes each connection after every N responses: the gateway opens new ones
+    /// (a TLS handshake each on HTTPS), as production's upstreams make it.
+    pub reconnect_every: Option<NonZeroU64>,
     pub posture: Posture,
     pub holdout: bool,
     /// The shape file it was loaded from.
@@ -183,6 +196,18 @@ pub fn parse(text: &str, file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
             ),
         ));
     }
+    // More than `requests` is allowed: a trimmed copy of a shape (the tests', a quick run)
+    // keeps its file's value and simply never reconnects.
+    let reconnect_every = match raw.reconnect_every.map(NonZeroU64::new) {
+        None => None,
+        Some(Some(n)) => Some(n),
+        Some(None) => {
+            return Err(field(
+                "reconnect_every",
+                "0 would close every connection before its first response; at least 1".into(),
+            ))
+        }
+    };
     if raw.body.is_absolute() || raw.body.components().any(|c| c.as_os_str() == "..") {
         return Err(field(
             "body",
@@ -239,6 +264,8 @@ pub fn parse(text: &str, file: &Path, dir: &Path) -> Result<Shape, ShapeError> {
         requests: raw.requests,
         concurrency: raw.concurrency,
         upstream: raw.upstream.unwrap_or(raw.dialect.native_provider()),
+        upstream_tls: raw.upstream_tls,
+        reconnect_every,
         posture: raw.posture,
         holdout: raw.holdout,
         file: file.to_owned(),
@@ -658,5 +685,42 @@ concurrency = 2
             .iter()
             .any(|s| s.dialect == h.dialect && s.stream == h.stream));
         assert!(training.iter().all(|s| s.body != h.body));
+        // Production reaches every cloud provider over HTTPS, and only an OpenAI-compatible
+        // server (beside the gateway) over plain HTTP: the shapes say the same, new
+        // connections (a handshake each) included, and the holdout is an HTTPS shape with
+        // reconnects, so the gate sees what TLS costs after PGO.
+        for s in &shapes {
+            assert_eq!(
+                s.upstream_tls,
+                s.upstream != Provider::OpenAiCompatible,
+                "{}: HTTPS exactly when its provider is a cloud's",
+                s.name
+            );
+        }
+        assert!(training
+            .iter()
+            .any(|s| s.upstream == Provider::OpenAiCompatible));
+        assert!(training
+            .iter()
+            .any(|s| s.upstream_tls && s.reconnect_every.is_some()));
+        assert!(h.upstream_tls && h.reconnect_every.is_some());
+    }
+
+    #[test]
+    fn tls_and_reconnects_are_read_and_checked() {
+        let s = try_parse("plain", GOOD).unwrap();
+        assert!(!s.upstream_tls);
+        assert_eq!(s.reconnect_every, None);
+        let s = try_parse(
+            "tls",
+            &format!("{GOOD}upstream_tls = true\nreconnect_every = 10\n"),
+        )
+        .unwrap();
+        assert!(s.upstream_tls);
+        assert_eq!(s.reconnect_every.map(NonZeroU64::get), Some(10));
+        assert_eq!(
+            field_of("reconnect0", &format!("{GOOD}reconnect_every = 0\n")),
+            "reconnect_every"
+        );
     }
 }

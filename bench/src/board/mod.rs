@@ -513,13 +513,14 @@ impl Shapes {
 /// streamed model on the paced one.
 fn board_config(s: &Shapes, fast: &str, paced: &str, workers: usize) -> String {
     let parse = |t: String| -> Table { toml::from_str(&t).expect("rendered config parses") };
-    let mut root = parse(bench_config(&s.chat, fast, workers));
+    let mut root = parse(bench_config(&s.chat, fast, None, workers));
     let mut models = Vec::new();
     if let Some(Value::Array(m)) = root.get("models") {
         models.extend(m.iter().cloned());
     }
     for (shape, url) in [(&s.xlat, fast), (&s.stream, paced)] {
-        if let Some(Value::Array(m)) = parse(bench_config(shape, url, workers)).get("models") {
+        if let Some(Value::Array(m)) = parse(bench_config(shape, url, None, workers)).get("models")
+        {
             models.extend(m.iter().cloned());
         }
     }

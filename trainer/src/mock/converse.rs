@@ -6,8 +6,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use super::answer::Tokens;
 use super::json::json_str;
-use super::render::Tokens;
 
 pub(crate) const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 

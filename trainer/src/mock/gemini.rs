@@ -24,10 +24,9 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::answer::{Tokens, ToolCall};
 use super::json::json_str;
-use super::render::Tokens;
-use super::tool_call::ToolCall;
-use super::INPUT_TOKENS;
+use super::text::INPUT_TOKENS;
 
 /// The `responseId` of every answer.
 pub(super) const RESPONSE_ID: &str = "mockResp0001";

@@ -10,6 +10,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use super::answer::ToolCall;
 use super::body::MockBody;
 use super::cache::{self, AnswerCache, Rendered};
 use super::conversation::{self, Turn, TOOL_RESULT_PREFIX};
@@ -18,7 +19,7 @@ use super::json::json_str;
 use super::probe::probe;
 use super::render::{self, Shape};
 use super::structured::{self, Format};
-use super::tool_call::{self, ToolCall};
+use super::tool_call;
 use super::{MockConfig, RecordedRequest, ERROR_MODEL_PREFIX};
 use crate::dialect::{Dialect, GeminiCall, GeminiMethod};
 
@@ -28,6 +29,9 @@ const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 pub(crate) struct Shared {
     config: MockConfig,
     count: AtomicU64,
+    /// Connections accepted, and TLS handshakes completed (server.rs counts both).
+    pub(crate) connections: AtomicU64,
+    pub(crate) handshakes: AtomicU64,
     recorded: Mutex<Vec<RecordedRequest>>,
     cache: AnswerCache,
 }
@@ -38,6 +42,8 @@ impl Shared {
             cache: AnswerCache::new(config.clone()),
             config,
             count: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            handshakes: AtomicU64::new(0),
             recorded: Mutex::new(Vec::new()),
         }
     }

@@ -40,6 +40,15 @@
 //! `model` and `"anthropic_version": "vertex-2023-10-16"` (else 400). The bearer token is not
 //! checked (tests/sdk/cloud_mock.py verifies tokens); [`RecordedRequest`] keeps it.
 //!
+//! # HTTPS and new connections
+//!
+//! [`MockConfig::tls`] ([`MockTls::generate`]: a CA and a certificate for `127.0.0.1` and
+//! `localhost`, made at start) serves HTTPS, as every cloud provider does; the client trusts
+//! [`MockTls::ca_pem`] (the gateway: `upstream.extra_ca_file`). [`MockConfig::close_every`]
+//! closes each connection after N responses, so the client opens new ones (a handshake each
+//! on HTTPS); [`MockUpstream::connection_count`] and [`MockUpstream::handshake_count`] count
+//! them.
+//!
 //! # Answers on demand
 //!
 //! Deterministic triggers in the request, so a test (or a gateway config, which picks the
@@ -115,6 +124,7 @@
 //!   Gemini `usageMetadata.cachedContentTokenCount` (all part of the input count) and
 //!   Anthropic `cache_read_input_tokens` (on top of `input_tokens`, as Anthropic counts).
 
+mod answer;
 mod body;
 mod cache;
 pub mod cli;
@@ -130,9 +140,11 @@ mod render;
 mod server;
 mod structured;
 mod text;
+mod tls;
 mod tool_call;
 
 use std::net::SocketAddr;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,6 +152,7 @@ use std::time::Duration;
 pub use conversation::TOOL_RESULT_PREFIX;
 pub use gemini::{thought_signature as gemini_thought_signature, CALL_ID as GEMINI_CALL_ID};
 pub use text::{expected_text, expected_usage, INPUT_TOKENS};
+pub use tls::MockTls;
 
 /// The model-name prefix that asks for an error: `mock-error-<status>`.
 pub(crate) const ERROR_MODEL_PREFIX: &str = "mock-error-";
@@ -168,12 +181,17 @@ pub struct MockConfig {
     /// Write each request's body to `DIR/NNN.json` (NNN: the request's number from 001,
     /// in arrival order), whole or not at all: written to a temporary name, then renamed.
     pub record_dir: Option<PathBuf>,
+    /// Serve HTTPS with this identity (its CA is what the client must trust).
+    pub tls: Option<Arc<MockTls>>,
+    /// Close each connection after every N responses (`Connection: close` on the Nth), so a
+    /// client opens new connections, each with its handshake on TLS.
+    pub close_every: Option<NonZeroU64>,
 }
 
 impl MockConfig {
     /// The usage of an answer with `output` tokens under this config.
-    pub(crate) fn tokens(&self, output: u64) -> render::Tokens {
-        render::Tokens {
+    pub(crate) fn tokens(&self, output: u64) -> answer::Tokens {
+        answer::Tokens {
             input: INPUT_TOKENS,
             cached: self.cached_tokens.min(INPUT_TOKENS),
             output,
@@ -193,6 +211,8 @@ impl Default for MockConfig {
             record: false,
             cached_tokens: 0,
             record_dir: None,
+            tls: None,
+            close_every: None,
         }
     }
 }
@@ -238,9 +258,28 @@ impl MockUpstream {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    /// `http://127.0.0.1:PORT` (`https://` when serving TLS), without a trailing slash.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.config().tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// Connections accepted so far.
+    pub fn connection_count(&self) -> u64 {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// TLS handshakes completed so far (0 without TLS).
+    pub fn handshake_count(&self) -> u64 {
+        self.shared
+            .handshakes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The config this server answers with.

@@ -6,6 +6,7 @@
 
 use bytes::Bytes;
 
+use super::answer::Tokens;
 use super::gemini;
 use super::json::json_str;
 use crate::dialect::Dialect;
@@ -26,16 +27,6 @@ pub(crate) struct Shape {
     /// Gemini only: `streamGenerateContent` without `alt=sse`, answered with one JSON array
     /// of the chunks, written in pieces.
     pub json_array: bool,
-}
-
-/// The token counts an answer reports. Each dialect counts input its own way: OpenAI's
-/// `prompt_tokens`/`input_tokens` include the cached part, Anthropic's `input_tokens`
-/// exclude it (`cache_read_input_tokens` is on top), as the real APIs do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Tokens {
-    pub input: u64,
-    pub(crate) cached: u64,
-    pub output: u64,
 }
 
 /// The non-streamed JSON body of a text answer; the text is `deltas` joined.

@@ -1,9 +1,13 @@
 //! The accept loop: HTTP/1.1 keep-alive connections with TCP_NODELAY, each its own task,
-//! all aborted at shutdown (stalled streams would otherwise never end).
+//! all aborted at shutdown (stalled streams would otherwise never end); over TLS when the
+//! config has it, and closed after every `close_every` responses when set (so the client opens
+//! a new connection, and handshakes again, as production's upstreams make it do).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::rt::{Read, Write};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -63,13 +67,45 @@ async fn accept_loop(
 
 async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
+    shared.connections.fetch_add(1, Ordering::Relaxed);
+    match shared.config().tls.clone() {
+        None => serve_http(TokioIo::new(stream), shared).await,
+        Some(tls) => {
+            // A client that gives up mid-handshake is no request; nothing to report.
+            if let Ok(stream) = tls.acceptor.accept(stream).await {
+                shared.handshakes.fetch_add(1, Ordering::Relaxed);
+                serve_http(TokioIo::new(stream), shared).await;
+            }
+        }
+    }
+}
+
+async fn serve_http<I>(io: I, shared: Arc<Shared>)
+where
+    I: Read + Write + Unpin + Send + 'static,
+{
+    let close_every = shared.config().close_every;
+    let served = Arc::new(AtomicU64::new(0));
     let service = service_fn(move |req| {
         let shared = Arc::clone(&shared);
-        async move { Ok::<_, std::convert::Infallible>(shared.handle(req).await) }
+        let served = Arc::clone(&served);
+        async move {
+            let mut response = shared.handle(req).await;
+            let n = served.fetch_add(1, Ordering::Relaxed) + 1;
+            // hyper closes the connection after a response that says so; the client then
+            // knows not to reuse it (no race with a request already on its way).
+            if close_every.is_some_and(|every| n.is_multiple_of(every.get())) {
+                response.headers_mut().insert(
+                    http::header::CONNECTION,
+                    http::HeaderValue::from_static("close"),
+                );
+            }
+            Ok::<_, std::convert::Infallible>(response)
+        }
     });
     // A client that hangs up mid-response is routine in tests; nothing to report.
     let _ = http1::Builder::new()
         .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service)
+        .serve_connection(io, service)
         .await;
 }

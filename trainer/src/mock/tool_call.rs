@@ -6,11 +6,12 @@
 
 use bytes::Bytes;
 
+use super::answer::{Tokens, ToolCall};
 use super::gemini;
 use super::json::json_str;
 use super::render::{
     anthropic_usage, chat_usage, event_frame, message_end, message_start, response_object,
-    responses_usage, ChatChunks, Shape, Tokens, CHAT_ID, CREATED, MESSAGE_ID,
+    responses_usage, ChatChunks, Shape, CHAT_ID, CREATED, MESSAGE_ID,
 };
 use crate::dialect::Dialect;
 
@@ -20,12 +21,6 @@ const FUNCTION_CALL_ITEM_ID: &str = "fc_mock0001";
 
 /// Pieces the arguments are streamed in (and the output tokens a tool call reports).
 pub(crate) const FRAGMENTS: u64 = 2;
-
-/// One call of `name`; `arguments` is a JSON object as text.
-pub(crate) struct ToolCall<'a> {
-    pub name: &'a str,
-    pub arguments: &'a str,
-}
 
 impl ToolCall<'_> {
     /// The arguments in [`FRAGMENTS`] pieces, split on a character boundary.

@@ -1,5 +1,7 @@
 //! The gateway configuration a shape trains under (schema: `gateway/src/config/`).
 
+use std::path::Path;
+
 use toml::{Table, Value};
 
 use crate::dialect::Provider;
@@ -20,9 +22,16 @@ pub(crate) const GENEROUS_REQUESTS_PER_MINUTE: i64 = 1_000_000_000;
 pub(crate) const GENEROUS_TOKENS_PER_MINUTE: i64 = 1_000_000_000_000;
 
 /// The config for `shape`: the body's model routed to the mock at `upstream` with the
-/// shape's provider (another dialect's provider makes the gateway translate), listening on
-/// `listen`, one key `key`; the posture decides observability and rate limits.
-pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String {
+/// shape's provider (another dialect's provider makes the gateway translate), trusting the CA
+/// in `ca_file` when the mock serves HTTPS, listening on `listen`, one key `key`; the posture
+/// decides observability and rate limits.
+pub fn render(
+    shape: &Shape,
+    upstream: &str,
+    ca_file: Option<&Path>,
+    listen: &str,
+    key: &str,
+) -> String {
     let mut root = Table::new();
 
     let mut server = Table::new();
@@ -34,6 +43,9 @@ pub fn render(shape: &Shape, upstream: &str, listen: &str, key: &str) -> String 
     upstream_t.insert("connect_timeout_ms".into(), Value::Integer(5_000));
     upstream_t.insert("first_byte_timeout_ms".into(), Value::Integer(30_000));
     upstream_t.insert("idle_timeout_ms".into(), Value::Integer(30_000));
+    if let Some(ca) = ca_file {
+        upstream_t.insert("extra_ca_file".into(), ca.display().to_string().into());
+    }
     root.insert("upstream".into(), upstream_t.into());
 
     let mut obs = Table::new();
@@ -111,6 +123,7 @@ mod tests {
         let text = render(
             &shape("messages-nonstream-minimal"),
             "http://127.0.0.1:1",
+            None,
             "127.0.0.1:2",
             "k",
         );
@@ -134,6 +147,7 @@ mod tests {
         let text = render(
             &shape("chat-stream-mid-ratelimited"),
             "http://127.0.0.1:1",
+            None,
             "127.0.0.1:2",
             "k",
         );
@@ -161,7 +175,7 @@ mod tests {
         ] {
             let s = shape(name);
             assert!(s.is_translated(), "{name}");
-            let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+            let text = render(&s, "http://127.0.0.1:1", None, "127.0.0.1:2", "k");
             let v: Table = toml::from_str(&text).unwrap();
             let target = &v["models"][0]["targets"][0];
             assert_eq!(target["provider"].as_str(), Some(provider), "{name}");
@@ -173,7 +187,7 @@ mod tests {
     fn an_azure_shape_names_its_api_version() {
         let s = shape("chat-nonstream-minimal-via-azure-openai");
         assert!(!s.is_translated());
-        let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+        let text = render(&s, "http://127.0.0.1:1", None, "127.0.0.1:2", "k");
         let v: Table = toml::from_str(&text).unwrap();
         let target = &v["models"][0]["targets"][0];
         assert_eq!(target["provider"].as_str(), Some("azure-openai"));
@@ -181,6 +195,7 @@ mod tests {
         let other = render(
             &shape("chat-nonstream-minimal"),
             "http://x",
+            None,
             "127.0.0.1:2",
             "k",
         );
@@ -198,7 +213,7 @@ mod tests {
         ] {
             let s = shape(name);
             assert!(!s.is_translated(), "{name}");
-            let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+            let text = render(&s, "http://127.0.0.1:1", None, "127.0.0.1:2", "k");
             let v: Table = toml::from_str(&text).unwrap();
             let target = &v["models"][0]["targets"][0];
             assert_eq!(target["provider"].as_str(), Some(provider));
@@ -209,14 +224,20 @@ mod tests {
                 Some(crate::launch::VERTEX_TOKEN_ENV)
             );
         }
-        let other = render(&shape("gemini-stream-mid"), "http://x", "127.0.0.1:2", "k");
+        let other = render(
+            &shape("gemini-stream-mid"),
+            "http://x",
+            None,
+            "127.0.0.1:2",
+            "k",
+        );
         assert!(!other.contains("location"));
     }
 
     #[test]
     fn a_gemini_shape_routes_its_path_model_to_the_gemini_provider() {
         let s = shape("gemini-stream-mid");
-        let text = render(&s, "http://127.0.0.1:1", "127.0.0.1:2", "k");
+        let text = render(&s, "http://127.0.0.1:1", None, "127.0.0.1:2", "k");
         let v: Table = toml::from_str(&text).unwrap();
         let model = &v["models"][0];
         assert_eq!(model["name"].as_str(), Some("gemini-2.5-pro"));

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::drive::{self, DriveOptions, DriveReport};
 use crate::shapes::{self, Shape, ShapeError};
-pub use process::{TrainingGateway, TRAINING_KEY};
+pub use process::{mock_config, write_ca, TrainingGateway, TRAINING_KEY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
@@ -76,6 +76,10 @@ impl WorkloadOptions {
 pub struct WorkloadSummary {
     /// One report per training shape, in run order; one gateway process each.
     pub runs: Vec<DriveReport>,
+    /// Per run, the connections the gateway opened to the mock: each a TLS handshake on an
+    /// HTTPS shape (`upstream_tls`), more than the shape's concurrency when the mock closes
+    /// them (`reconnect_every`).
+    pub upstream_connections: Vec<u64>,
     /// The holdout shapes that were skipped.
     pub holdout: Vec<String>,
 }
@@ -91,10 +95,11 @@ impl Drop for WorkDir {
 }
 
 /// Validates the shapes and the binary, then runs one gateway lifetime per training shape;
-/// `on_shape` sees each shape's report as soon as its gateway exited 0.
+/// `on_shape` sees each shape, its report and its upstream connections as soon as its gateway
+/// exited 0.
 pub async fn run(
     opts: &WorkloadOptions,
-    mut on_shape: impl FnMut(&DriveReport),
+    mut on_shape: impl FnMut(&Shape, &DriveReport, u64),
 ) -> Result<WorkloadSummary, WorkloadError> {
     let all = shapes::load_dir(&opts.shapes_dir)?;
     let training = shapes::training(&all);
@@ -116,8 +121,9 @@ pub async fn run(
     })?;
 
     let mut runs = Vec::with_capacity(training.len());
+    let mut upstream_connections = Vec::with_capacity(training.len());
     for (i, shape) in training.iter().enumerate() {
-        let report = run_shape(opts, &gateway_bin, shape, &work.0.join(&shape.name))
+        let (report, connections) = run_shape(opts, &gateway_bin, shape, &work.0.join(&shape.name))
             .await
             .map_err(|what| WorkloadError::Shape {
                 shape: shape.name.clone(),
@@ -125,11 +131,13 @@ pub async fn run(
                 total: training.len(),
                 what,
             })?;
-        on_shape(&report);
+        on_shape(shape, &report, connections);
         runs.push(report);
+        upstream_connections.push(connections);
     }
     Ok(WorkloadSummary {
         runs,
+        upstream_connections,
         holdout: all
             .iter()
             .filter(|s| s.holdout)
@@ -151,13 +159,14 @@ fn check_gateway_bin(path: &Path) -> Result<PathBuf, WorkloadError> {
     std::path::absolute(path).map_err(|e| bad(format!("cannot resolve: {e}")))
 }
 
-/// One gateway lifetime: start, wait ready, drive (every response checked), SIGTERM, exit 0.
+/// One gateway lifetime: start, wait ready, drive (every response checked), SIGTERM, exit 0;
+/// the report and the upstream connections the gateway opened.
 async fn run_shape(
     opts: &WorkloadOptions,
     gateway_bin: &Path,
     shape: &Shape,
     dir: &Path,
-) -> Result<DriveReport, String> {
+) -> Result<(DriveReport, u64), String> {
     let gateway = TrainingGateway::start(gateway_bin, shape, dir, opts.ready_timeout).await?;
     let mut drive_opts = DriveOptions::new(gateway.base_url(), Some(TRAINING_KEY.into()));
     drive_opts.request_timeout = opts.request_timeout;
@@ -174,6 +183,7 @@ async fn run_shape(
             return Err(what);
         }
     };
+    let connections = gateway.upstream_connections();
     gateway.stop(opts.exit_timeout).await?;
-    Ok(report)
+    Ok((report, connections))
 }

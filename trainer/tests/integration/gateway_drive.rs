@@ -7,8 +7,10 @@
 use std::time::Duration;
 
 use trainer::drive::{drive, DriveOptions};
+use trainer::launch::{GatewayProcess, Launch};
+use trainer::mock::MockUpstream;
 use trainer::shapes;
-use trainer::workload::{TrainingGateway, TRAINING_KEY};
+use trainer::workload::{gateway_config, mock_config, TrainingGateway, TRAINING_KEY};
 
 use crate::support::gateway_bin;
 
@@ -123,4 +125,69 @@ fn workload_runs_the_real_gateway_over_every_training_shape() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// An HTTPS shape runs through the gateway's TLS client: the mock's certificate verifies only
+/// against the CA made at its start (handed over in `upstream.extra_ca_file`), and with
+/// `reconnect_every` the mock closes each connection after N responses, so the gateway opens
+/// a new one, with its handshake, as often as the shape says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_upstream_handshakes_every_reconnect() {
+    let bin = gateway_bin();
+    let work = std::env::temp_dir().join(format!("trainer-gw-tls-{}", std::process::id()));
+    let mut shape = shapes::find(&shapes::repo_dir(), "chat-nonstream-minimal").unwrap();
+    shape.requests = 20;
+    shape.concurrency = 1;
+    shape.upstream_tls = true;
+    shape.reconnect_every = std::num::NonZeroU64::new(5);
+    let gw = TrainingGateway::start(&bin, &shape, &work, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let report = drive(
+        &shape,
+        &DriveOptions::new(gw.base_url(), Some(TRAINING_KEY.into())),
+    )
+    .await
+    .unwrap();
+    let connections = gw.upstream_connections();
+    let tail = gw.log_tail();
+    gw.stop(Duration::from_secs(30)).await.unwrap();
+    assert!(report.is_success(), "{report}{tail}");
+    // One client connection, sequential requests: a new upstream connection every 5th.
+    assert_eq!(connections, 4, "{tail}");
+    let config = std::fs::read_to_string(work.join("gateway.toml")).unwrap();
+    assert!(config.contains("extra_ca_file"), "{config}");
+    assert!(config.contains("https://127.0.0.1:"), "{config}");
+
+    // Without the CA the gateway refuses the mock's certificate: the TLS is real.
+    let mock = MockUpstream::start(mock_config(&shape).unwrap())
+        .await
+        .unwrap();
+    let untrusting = work.join("untrusting");
+    std::fs::create_dir_all(&untrusting).unwrap();
+    let config_path = untrusting.join("gateway.toml");
+    std::fs::write(
+        &config_path,
+        gateway_config::render(&shape, &mock.base_url(), None, "127.0.0.1:0", TRAINING_KEY),
+    )
+    .unwrap();
+    let launch = Launch::new(
+        &bin,
+        &config_path,
+        &untrusting.join("gateway.stderr"),
+        Duration::from_secs(30),
+    );
+    let gw = GatewayProcess::start(&launch).await.unwrap();
+    shape.requests = 2;
+    let report = drive(
+        &shape,
+        &DriveOptions::new(gw.base_url(), Some(TRAINING_KEY.into())),
+    )
+    .await
+    .unwrap();
+    gw.stop(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(report.failed, 2, "{report}");
+    assert_eq!(mock.handshake_count(), 0);
+    mock.shutdown().await;
+    let _ = std::fs::remove_dir_all(&work);
 }

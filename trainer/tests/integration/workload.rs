@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
 const FAKE_GATEWAY: &str = env!("CARGO_BIN_EXE_trainer-fake-gateway");
 
-/// Two training shapes and one holdout, trimmed to 20 requests each.
+/// Two training shapes and one holdout, trimmed to 20 requests each, on plain HTTP.
 struct Case {
     root: PathBuf,
 }
@@ -40,6 +40,9 @@ impl Case {
             shape.insert("requests".into(), 20.into());
             shape.insert("concurrency".into(), 2.into());
             shape.insert("holdout".into(), holdout.into());
+            // The stand-in forwards over plain HTTP; `gateway_drive` runs HTTPS through the
+            // real gateway.
+            shape.insert("upstream_tls".into(), false.into());
             std::fs::write(
                 root.join("shapes").join(format!("{name}.toml")),
                 toml::to_string(&shape).unwrap(),
@@ -127,7 +130,11 @@ fn well_behaved_gateway_runs_once_per_training_shape() {
             .find(|l| l.starts_with(&format!("trainer workload: {shape}: ")))
             .unwrap_or_else(|| panic!("no line for {shape}:\n{err}"));
         assert!(line.contains("20/20 requests ok"), "{line}");
-        assert!(line.ends_with(" req/s"), "{line}");
+        assert!(line.contains(" req/s, "), "{line}");
+        assert!(
+            line.ends_with(" upstream connections (plain HTTP)"),
+            "{line}"
+        );
     }
     assert!(!err.contains("responses-stream-mid"), "holdout ran:\n{err}");
     assert_eq!(
