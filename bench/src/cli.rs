@@ -435,7 +435,10 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
                 let old = std::fs::read_to_string(&a.out)?;
                 report::splice_translated(&a.results, &old)?
             } else {
-                report::document(&a.results)?
+                // Sections measured by hand (between `<!-- NAME:begin/end -->` markers, e.g.
+                // the C of build scripts) are not in any results directory: carried over.
+                let old = std::fs::read_to_string(&a.out).unwrap_or_default();
+                report::keep_by_hand(&old, report::document(&a.results)?)
             };
             // Whole or not at all: a reader never sees a half-written file.
             let tmp = a.out.with_extension("md.tmp");

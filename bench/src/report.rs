@@ -482,6 +482,25 @@ fn splice(old: &str, begin: &str, end: &str, section: &str) -> Result<String, St
     Ok(format!("{}{section}{}", &old[..a], &old[b..]))
 }
 
+/// Sections of BENCHMARKS.md that no results directory holds (measured by hand, each saying
+/// how), kept by a regeneration: `(begin, end)` markers. The generated document ends with them.
+const BY_HAND: &[(&str, &str)] = &[("<!-- c-pgo:begin -->", "<!-- c-pgo:end -->")];
+
+/// `doc` (a freshly generated document) with `old`'s hand-measured sections appended.
+pub(crate) fn keep_by_hand(old: &str, mut doc: String) -> String {
+    for (begin, end) in BY_HAND {
+        let (Some(a), Some(b)) = (old.find(begin), old.find(end)) else {
+            continue;
+        };
+        if b > a && !doc.contains(begin) {
+            doc.push('\n');
+            doc.push_str(&old[a..b + end.len()]);
+            doc.push('\n');
+        }
+    }
+    doc
+}
+
 pub(crate) fn document(dir: &Path) -> Result<String, String> {
     let mut s = String::from("# Benchmarks\n\n");
     s.push_str(
@@ -651,6 +670,19 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    /// A regeneration keeps a hand-measured section (the C of build scripts) and drops
+    /// nothing it generated.
+    #[test]
+    fn hand_measured_sections_survive_a_regeneration() {
+        let old = "# Benchmarks\nold figures\n<!-- c-pgo:begin -->\n## C\n| a | 1 |\n<!-- c-pgo:end -->\ntail\n";
+        let doc = keep_by_hand(old, "# Benchmarks\nnew figures\n".into());
+        assert_eq!(
+            doc,
+            "# Benchmarks\nnew figures\n\n<!-- c-pgo:begin -->\n## C\n| a | 1 |\n<!-- c-pgo:end -->\n"
+        );
+        assert_eq!(keep_by_hand("no markers", "new".into()), "new");
+    }
+
     use super::*;
 
     #[test]
