@@ -311,7 +311,10 @@ cat "$repo"/docs/*.md "$repo/README.md" >"$ho/holdout/input.txt"
 holdout_chain false
 CHAIN_FILE="$ho/chain.nix" CHAIN_ATTRS=checks.holdout "$repo/scripts/chain-nix-host.sh" "$ho.out" \
   >"$ho.pass.log" 2>&1 || { tail -n 30 "$ho.pass.log" >&2; fail "the documented holdout gate fails on textsearch"; }
-grep -E 'instructions, plain' "$ho.pass.log" | sed 's#^/nix/store/[^/]*/#  #'
+# The figures are in the build log; a check already in the store (an earlier run on this
+# machine, or a warm CI store) is not rebuilt, prints none, and passed when it was built.
+grep -E 'instructions, plain' "$ho.pass.log" | sed 's#^/nix/store/[^/]*/#  #' ||
+  echo "  (checks.holdout was in the store: it passed when built, no log this time)"
 holdout_chain true
 if CHAIN_FILE="$ho/chain.nix" CHAIN_ATTRS=checks.holdout "$repo/scripts/chain-nix-host.sh" "$ho.out" \
   >"$ho.fail.log" 2>&1; then
