@@ -157,7 +157,7 @@ run_stage gateway-pgo-bolt bolt-optimize.sh PGO_BIN="$outdir/gateway-pgo/bin/gat
   PGO_PROOF="$outdir/gateway-pgo/share/gateway/pgo-proof.json" \
   FDATA="$outdir/gateway-bolt-profile/gateway.fdata" \
   FDATA_MANIFEST="$outdir/gateway-bolt-profile/manifest.json" BIN_NAME=gateway \
-  KEEP_DEBUG_INFO=0 \
+  PLAIN_BIN="$outdir/gateway/bin/gateway" KEEP_DEBUG_INFO=0 \
   BOLT_FLAGS="$(grep -vE '^\s*(#|$)' "$repo/nix/lib/bolt-flags.txt" | paste -sd ' ' -)"
 STAGE_NAME=check-pgo-proof RESULT="$outdir/gateway-pgo-bolt" PROFILE_DIR="$outdir/gateway-profile" \
   BOLT_PROFILE="$outdir/gateway-bolt-profile" BIN_NAME=gateway bash "$stages/check-proofs.sh"

@@ -457,6 +457,30 @@ holdout_shape=$(grep -l '^holdout = true' "$repo"/shapes/*.toml | head -n1 | xar
 EXPECT_NIX="$repo/nix/tests/holdout-worse.nix" \
   expect_failure holdout-worse holdout "holdout gate FAILED on $holdout_shape: instructions/request over 1.00x plain: pgo"
 
+# checks.pgo-proof's script holds the shipped proofs against tier c's artefacts: it passes on
+# them as built, and fails on a proof whose figure is not the artefact's, naming the field.
+echo "== check-proofs.sh on tier c's proofs, then each with one figure changed"
+proofs() { # DIR: run check-proofs.sh with DIR as the BOLT stage's output
+  env STAGE_COMMON="$repo/nix/lib/stages/common.sh" RESULT="$1" BIN_NAME=gateway \
+    PROFILE_DIR="$tier_c/result-gateway-profile" BOLT_PROFILE="$tier_c/result-gateway-bolt-profile" \
+    READELF="$(command -v readelf)" bash "$repo/nix/lib/stages/check-proofs.sh"
+}
+proofs "$tier_c/result-gateway-pgo-bolt" >"$work/proofs.log" 2>&1 ||
+  { tail -n 5 "$work/proofs.log"; fail "check-proofs.sh refuses tier c's proofs"; }
+grep -q 'ok: size.ratio' "$work/proofs.log" || fail "check-proofs.sh did not check the proof's size"
+for edit in 's/"shipped_bytes": [0-9]*/"shipped_bytes": 1/:size.shipped_bytes' \
+  's/"ratio": [0-9.]*/"ratio": 0.500/:size.ratio' \
+  's/"fdata_bytes": [0-9]*/"fdata_bytes": 2/:fdata_bytes'; do
+  t="$work/proofs-${edit##*:}"
+  mkdir -p "$t/bin" "$t/share/gateway"
+  cp "$tier_c/result-gateway-pgo-bolt/bin/gateway" "$t/bin/"
+  cp "$tier_c/result-gateway-pgo-bolt/share/gateway/pgo-proof.json" "$t/share/gateway/"
+  sed "${edit%:*}" "$tier_c/result-gateway-pgo-bolt/share/gateway/bolt-proof.json" >"$t/share/gateway/bolt-proof.json"
+  if proofs "$t" >"$t.log" 2>&1; then fail "check-proofs.sh passed a proof with ${edit##*:} changed"; fi
+  grep -q "FAILED: ${edit##*:}: proof says" "$t.log" || { tail -n 5 "$t.log"; fail "check-proofs.sh failed otherwise"; }
+  echo "  ok: $(grep -m1 FAILED "$t.log" | sed 's/^stage //')"
+done
+
 # The packager's side: the preflight's refusals, strip = true, BOLT's symbol limit.
 "$repo/nix/tests/packager-checks.sh" "$work/packager"
 # The C of build scripts: the C proof and its gates (hash mismatch, another LLVM's clang).

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Check `pgo-proof`: re-reads the shipped proofs and holds them against the artefacts they
-# describe (profile hash and size, fdata size, the BOLT note and GNU_STACK of the binary).
+# describe (profile hash and size, fdata size, the shipped size, the BOLT note and GNU_STACK of
+# the binary).
 #
 # Environment:
 #   STAGE_COMMON  path of common.sh
@@ -52,6 +53,16 @@ expect_pos functions_with_profile "$(json_num functions_with_profile "$bolt")"
 expect_eq output_sha256 "$(json_strval output_sha256 "$bolt")" "$(sha256_of "$bin")"
 grep -q '"bolt_version": ".*LLVM version' "$bolt" || die "bolt-proof.json has no BOLT version"
 "$READELF" -p .note.bolt_info "$bin" | grep -q 'BOLT revision' || die "binary lacks .note.bolt_info"
+# `size` is there when the BOLT stage had the crate's own build (PLAIN_BIN): its shipped bytes
+# are the binary's, and its ratio is theirs over the crate build's.
+if grep -q '"size"' "$bolt"; then
+  shipped_bytes=$(json_num shipped_bytes "$bolt")
+  crate_bytes=$(json_num crate_build_bytes "$bolt")
+  expect_eq size.shipped_bytes "$shipped_bytes" "$(bytes_of "$bin")"
+  expect_pos size.crate_build_bytes "$crate_bytes"
+  expect_eq size.ratio "$(json_num ratio "$bolt")" \
+    "$(awk -v s="$shipped_bytes" -v c="$crate_bytes" 'BEGIN { printf "%.3f", s / c }')"
+fi
 stack=$("$READELF" -lW "$bin" | grep GNU_STACK | awk '{print $7}')
 expect_eq gnu_stack "$(json_strval gnu_stack "$bolt")" "$stack"
 expect_eq gnu_stack_flags RW "$stack"
