@@ -58,20 +58,19 @@ pub(crate) fn refused(
     }
 }
 
-/// OpenAI's reasoning models take `temperature` and `top_p` at their default (1) only:
-/// OpenAI's reasoning guide, "Limitations"
-/// (<https://platform.openai.com/docs/guides/reasoning>), and its answer to another value,
-/// quoted. The o-series (`o1`, `o3`, `o4-mini`...) and GPT-5 but its chat models.
+/// OpenAI's reasoning models, which take `temperature` and `top_p` at their default (1)
+/// only: OpenAI's reasoning guide, "Limitations"
+/// (<https://platform.openai.com/docs/guides/reasoning>); the error text is its answer to
+/// another value. Their chat models (`gpt-5-chat-latest`) take any.
+const DEFAULT_SAMPLING_ONLY: [&str; 4] = ["o1", "o3", "o4-mini", "gpt-5"];
+
 fn openai_sampling(model: &str, v: &Value) -> Option<String> {
-    let id = model.rsplit('/').next().unwrap_or(model);
-    let o_series = ["o1", "o3", "o4"]
-        .iter()
-        .any(|o| id == *o || id.strip_prefix(o).is_some_and(|r| r.starts_with('-')));
-    let gpt5 = id
-        .strip_prefix("gpt-5")
-        .is_some_and(|r| r.is_empty() || r.starts_with(['-', '.']))
-        && !id.contains("-chat");
-    if !o_series && !gpt5 {
+    let reasoning = DEFAULT_SAMPLING_ONLY.iter().any(|m| {
+        model
+            .strip_prefix(m)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.']))
+    });
+    if !reasoning || model.contains("-chat") {
         return None;
     }
     ["temperature", "top_p"].into_iter().find_map(|k| {
