@@ -16,9 +16,10 @@ use crate::dialect::{Dialect, Provider, Upstream};
 use crate::headers::ForwardError;
 use crate::metrics::Metrics;
 use crate::providers::gemini::GeminiUris;
-use crate::providers::{home, Quirks, RouteInput, Routes, Sampling, UpstreamAuth};
+use crate::providers::{home, Quirks, RouteInput, Routes, UpstreamAuth};
 use crate::ratelimit::{Limiter, Limits, RedisError, Scope};
 use crate::translate::policy::{BuiltinTools, Policy};
+use crate::translate::sampling::Rule;
 use crate::upstream_url::{UpstreamUrl, UrlError};
 
 /// One upstream target for one dialect, with everything precomputed.
@@ -40,8 +41,9 @@ pub(crate) struct Target {
     pub(crate) reasoning: bool,
     /// How requests are shaped for its provider (`crate::providers`).
     pub(crate) quirks: Quirks,
-    /// `sampling = "..."`: the model's sampling rule, over TRANSLATION.md's table.
-    pub(crate) sampling: Option<Sampling>,
+    /// Its model's sampling rule on `upstream` (TRANSLATION.md's table, or `sampling = "..."`
+    /// over it), compiled here once rather than from the model id on each request.
+    pub(crate) sampling: Rule,
     /// A Gemini upstream's URIs, one per method (`uri` is `generateContent`'s).
     pub(crate) gemini: Option<Arc<GeminiUris>>,
     /// Where streamed requests go when that is another URI than `uri` (Claude on Vertex:
@@ -191,7 +193,7 @@ impl State {
                         upstream,
                         reasoning: t.reasoning,
                         quirks: home.quirks,
-                        sampling: t.sampling,
+                        sampling: Rule::of(upstream, &t.model, t.sampling),
                         gemini: gemini.clone(),
                         stream_uri: stream_uri.clone(),
                     });

@@ -335,3 +335,22 @@ run_opencode() {
     timeout "$CLIENT_TIMEOUT_S" "$OPENCODE" run \
     >"$dir/stdout" 2>"$dir/stderr" <<<"$prompt")
 }
+
+# run_readme DIR BLOCK INDEX MODEL PROMPT: the README's recipe INDEX (of BLOCK, the README's
+# agents block) on MODEL, as a fresh user runs it: in DIR/work (a git repository of its own,
+# as a user's project is) with a fresh HOME (DIR/home) holding only the files the recipe
+# shows, its command run verbatim by bash, the prompt its only change (recipes.py), the
+# clients on PATH as their installs name them. Nothing else of the tier's runs is added:
+# no setting, no variable but HOME, PATH, LANG, TERM and TMPDIR (DIR/tmp). Output to
+# DIR/stdout, DIR/stderr, the command to DIR/command; returns its status.
+run_readme() {
+  local dir=$1 block=$2 index=$3 model=$4 prompt=$5 command
+  mkdir -p "$dir/home" "$dir/work" "$dir/tmp"
+  command=$(python3 "$repo/tests/agents/recipes.py" setup "$block" "$repo/gateway.example.toml" \
+    "$index" "$model" "$prompt" "$dir/home") || return 2
+  printf '%s\n' "$command" >"$dir/command"
+  git -C "$dir/work" init -q
+  (cd "$dir/work" && env -i PATH="$AGENTS_DIR/node_modules/.bin:$PATH" LANG=C.UTF-8 TERM=dumb \
+    HOME="$dir/home" TMPDIR="$dir/tmp" timeout "$CLIENT_TIMEOUT_S" bash -c "$command" \
+    >"$dir/stdout" 2>"$dir/stderr" </dev/null)
+}

@@ -5,8 +5,11 @@
 # namespace that has only `lo`. Each model's client-facing name routes to a target of
 # another provider (translated) or of the client's own (the passthrough control). The prompts carry the mock's directives
 # (trainer/src/mock/mod.rs, "Answers on demand"): a plain answer, a tool round trip, and
-# for Codex on translated models a call of its freeform `apply_patch` tool. Cases and what
-# each checks: tests/agents/README.md.
+# for Codex on translated models a call of its freeform `apply_patch` tool. The `readme-*`
+# cases run README.md's agent recipes (its block marked `readme-block: agents`) verbatim,
+# the prompt their only change, against a gateway on the recipes' 127.0.0.1:8080 with
+# gateway.example.toml's models and keys (only its upstream base URLs moved to the mock).
+# Cases and what each checks: tests/agents/README.md.
 #
 # Usage: tests/agents/run.sh [CASE PATTERN...]   (shell patterns on case names, e.g.
 #        '*passthrough*'; default: every case)
@@ -14,6 +17,8 @@
 #   GATEWAY_BIN, TRAINER_BIN   prebuilt binaries; default: built here (debug) into target/
 #   AGENTS_OUT   logs, one directory per case (default out/agents; emptied first)
 #   AGENTS_CLIENT_TIMEOUT_S   the limit of one client run (default 120)
+#   AGENTS_README   the README whose recipes the readme-* cases run (default README.md: a
+#                   changed copy proves the cases fail on a broken recipe)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -109,6 +114,20 @@ CASES=(
   "opencode gemini-3-oc text"
   "opencode gemini-3-oc tool"
 )
+# README.md's recipes, as the reader runs them: CLIENT `readme/INDEX/CLIENT` (the recipe's
+# place in the block), on each model the recipe names (recipes.py), text and tool.
+README=${AGENTS_README:-$repo/README.md}
+"$repo/scripts/readme-block.sh" agents "$README" >"$out/readme-agents.sh" ||
+  die "$README has no agents block"
+readme_cases=$(python3 "$repo/tests/agents/recipes.py" cases "$out/readme-agents.sh" \
+  "$repo/gateway.example.toml") || die "$README's agent recipes cannot be run as written"
+mapfile -t README_CASES <<<"$readme_cases"
+declare -A readme_upstream
+for spec in "${README_CASES[@]}"; do
+  read -r index client model upstream <<<"$spec"
+  readme_upstream[$model]=$upstream
+  CASES+=("readme/$index/$client $model text" "readme/$index/$client $model tool")
+done
 
 selected() {
   local pattern
@@ -173,9 +192,21 @@ done
 gateway_of[default]=translated
 upstream_of[default]=$(printf 'up-%s,' "${GEMINI_DEFAULT_MODELS[@]}")
 upstream_of[default]=${upstream_of[default]%,}
-for side in control translated gemini; do
+# The README's gateway: gateway.example.toml, its upstreams the mock (and their keys, which
+# the mock does not check, set), on the 127.0.0.1:8080 the recipes name: free in the
+# namespace, which has nothing else.
+python3 "$repo/tests/agents/recipes.py" gateway-config "$repo/gateway.example.toml" "$mock" \
+  >"$out/gateway-readme.toml"
+for model in "${!readme_upstream[@]}"; do
+  gateway_of[readme:$model]=readme
+  upstream_of[readme:$model]=${readme_upstream[$model]}
+done
+gateway_env=(OPENAI_API_KEY=mock-openai-key ANTHROPIC_API_KEY=mock-anthropic-key
+  GEMINI_API_KEY=mock-gemini-key GATEWAY_KEY_TEAM_B=gw-team-b-mock-key)
+for side in control translated gemini readme; do
   gateway_log[$side]=$out/gateway-$side.log
-  if start_process "${gateway_log[$side]}" "$GATEWAY_BIN" --config "$out/gateway-$side.toml"; then
+  if start_process "${gateway_log[$side]}" env "${gateway_env[@]}" "$GATEWAY_BIN" \
+    --config "$out/gateway-$side.toml"; then
     gateway_url[$side]=$STARTED_URL
   else
     gateway_url[$side]=
@@ -194,11 +225,18 @@ results=()
 failed=0
 for case in "${CASES[@]}"; do
   read -r client model kind <<<"$case"
-  name=$client-$model-$kind
+  # A README recipe's case: its recipe's index, and the client it runs.
+  recipe=
+  key=$model
+  if [[ $client == readme/* ]]; then
+    IFS=/ read -r _ recipe client <<<"$client"
+    key=readme:$model
+  fi
+  name=${recipe:+readme-}$client-$model-$kind
   selected "$name" "$@" || continue
   dir=$out/$name
   mkdir -p "$dir/work"
-  side=${gateway_of[$model]}
+  side=${gateway_of[$key]}
   gateway=${gateway_url[$side]}
   log=${gateway_log[$side]}
   # Found in the answer only if the tool really ran: the prompt names the file, never this.
@@ -234,7 +272,11 @@ for case in "${CASES[@]}"; do
   rc=0
   run_model=$model
   [ "$model" != default ] || run_model=-
-  "run_$client" "$dir" "$gateway" "$run_model" "$prompt" || rc=$?
+  if [ -n "$recipe" ]; then
+    run_readme "$dir" "$out/readme-agents.sh" "$recipe" "$model" "$prompt" || rc=$?
+  else
+    "run_$client" "$dir" "$gateway" "$run_model" "$prompt" || rc=$?
+  fi
   seconds=$(elapsed "$t0")
   answer=$(cat "$dir/stdout")
   problems=()
@@ -258,7 +300,7 @@ for case in "${CASES[@]}"; do
     opencode) route=/v1/chat/completions ;;
   esac
   traffic=$(python3 "$repo/tests/agents/traffic.py" "$log" "$log_skip" "$records" \
-    "$record_skip" "$route" "${upstream_of[$model]}") ||
+    "$record_skip" "$route" "${upstream_of[$key]}") ||
     problems+=("traffic: $(grep '^problem' <<<"$traffic" | tr '\n' ' ')")
   requests=$(head -1 <<<"$traffic")
   echo "$requests"

@@ -10,6 +10,8 @@ The gateway's models (client-facing name -> provider, upstream model):
   claude-mock     anthropic           the mock's messages route
   gpt-error-429   openai              mock-error-429 (the mock answers 429)
   claude-error-429, claude-error-529  anthropic, mock-error-429 / mock-error-529
+  gpt5-mock       openai              gpt-5-mini (a reasoning model: the mock refuses a
+                  temperature or top_p other than 1, as OpenAI does)
 
 `compat-mock` (provider openai-compatible) lives in a second gateway, so a gateway that does
 not know that provider fails only the tests that use it. Likewise the Gemini gateway, for
@@ -146,6 +148,7 @@ def gateway(workdir, mock):
         "gpt-error-429": ("openai", "mock-error-429"),
         "claude-error-429": ("anthropic", "mock-error-429"),
         "claude-error-529": ("anthropic", "mock-error-529"),
+        "gpt5-mock": ("openai", "gpt-5-mini"),
     }
     yield from run_gateway(workdir, "gateway", models, mock)
 

@@ -173,3 +173,17 @@ def test_messages_raw_stream_lifecycle(ant, oracle, model):
     start = events[0].message.usage
     final_input = delta.usage.input_tokens if delta.usage.input_tokens is not None else start.input_tokens
     assert final_input == expected.usage.anthropic_input
+
+
+def test_openai_reasoning_model_gets_only_default_sampling(ant):
+    # OpenAI's reasoning models refuse a temperature or top_p other than 1 (so does the
+    # mock, trainer/src/mock/refusals.rs): an Anthropic client's are dropped and named, the
+    # answer comes (issue 51; the mock's 400 before the sampling rule).
+    raw = ant.messages.with_raw_response.create(
+        model="gpt5-mock", max_tokens=50, messages=PROMPT,
+        # This SDK's `create` no longer names the samplers (Claude's newest take none).
+        extra_body={"temperature": 0.2, "top_p": 0.9})
+    msg = raw.parse()
+    assert msg.content[0].text
+    dropped = {f.strip() for f in raw.headers["x-gateway-dropped-fields"].split(",")}
+    assert dropped == {"temperature", "top_p"}

@@ -373,7 +373,7 @@ fn target(upstream: Dialect, reasoning: bool, policy: Policy) -> TargetInfo<'sta
         model: "up",
         default_max_tokens: 4096,
         reasoning,
-        sampling: None,
+        sampling: translate::sampling::Rule::of(upstream.upstream(), "up", None),
         policy,
     }
 }
@@ -996,6 +996,7 @@ fn request(dialect: Dialect) -> impl Strategy<Value = Request> {
                             name,
                             description,
                             parameters,
+                            strict: None,
                         })
                         .collect(),
                     tool_choice,
@@ -1325,14 +1326,13 @@ fn regression_gemini_pairs_calls_by_map() {
         // 16,000 parts in ~1 MB are far over a client body's node budget (the proxy refuses
         // such a body with a 413): the pairing is tested on the tree itself.
         let body = json!({ "contents": contents });
-        let r = translate::decode_request_value(
-            Dialect::Gemini,
-            Upstream::Gemini,
-            body,
-            Policy::default(),
-            false,
-        )
-        .expect("decodes");
+        let first = translate::FirstTarget {
+            upstream: Upstream::Gemini,
+            reasoning: false,
+            sampling: translate::sampling::Rule::of(Upstream::Gemini, "up", None),
+        };
+        let r = translate::decode_request_value(Dialect::Gemini, first, body, Policy::default())
+            .expect("decodes");
         let t = target(Dialect::Gemini, false, Policy::default());
         let out = translate::encode_request(Upstream::Gemini, &r, t).expect("encodes");
         let out: Value = serde_json::from_slice(&out.body).expect("JSON");

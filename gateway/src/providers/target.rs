@@ -77,6 +77,9 @@ pub(crate) enum Sampling {
     TemperatureAndTopP,
     /// Temperature or top_p, not both (Claude 4.5 and later): top_p goes when both came.
     TemperatureOrTopP,
+    /// Temperature and top_p at their default (1) only, no top_k (OpenAI's reasoning
+    /// models): another value goes.
+    DefaultOnly,
     /// None of them.
     None,
 }

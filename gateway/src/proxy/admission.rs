@@ -130,13 +130,22 @@ pub(crate) fn translation(
         return Ok(None);
     }
     let first = targets.iter().find(|t| t.translates(dialect));
-    let upstream = first.map_or(dialect.upstream(), |t| t.upstream);
-    let reasoning = first.is_some_and(|t| t.reasoning);
+    let first = match first {
+        Some(t) => translate::FirstTarget {
+            upstream: t.upstream,
+            reasoning: t.reasoning,
+            sampling: t.sampling,
+        },
+        // (`translates` says some target does.)
+        None => translate::FirstTarget {
+            upstream: dialect.upstream(),
+            reasoning: false,
+            sampling: translate::sampling::Rule::of(dialect.upstream(), "", None),
+        },
+    };
     let decoded = blocking_if(big, || match value {
-        Some(v) => translate::decode_request_value(dialect, upstream, v, model.policy, reasoning),
-        None => {
-            translate::decode_request_text(dialect, upstream, head.text, model.policy, reasoning)
-        }
+        Some(v) => translate::decode_request_value(dialect, first, v, model.policy),
+        None => translate::decode_request_text(dialect, first, head.text, model.policy),
     });
     match decoded {
         Ok(mut h) => {

@@ -18,12 +18,11 @@ use std::borrow::Cow;
 
 /// Hints: they tune storage, billing or routing on OpenAI's side and cannot change the
 /// answer's content (TRANSLATION.md); dropped.
-const HINTS: [&str; 6] = [
+const HINTS: [&str; 5] = [
     "store",
     "metadata",
     "service_tier",
     "prompt_cache_key",
-    "safety_identifier",
     "prompt_cache_retention",
 ];
 
@@ -44,6 +43,11 @@ pub(crate) fn decode_request(v: &mut Value, cx: &mut Verdicts) -> Result<Request
             "top_p" => r.top_p = Some(number(val, k)?),
             "stop" => r.stop = strings(val, k)?,
             "user" => r.user = Some(string(val, k)?),
+            // OpenAI's successor of `user` (a stable id of the end user, for abuse
+            // detection): where the client sent no `user`, it is the user, as Anthropic's
+            // `metadata.user_id` is ("Anthropic may use this id to help detect abuse").
+            "safety_identifier" if r.user.is_none() => r.user = Some(string(val, k)?),
+            "safety_identifier" => cx.hint(k),
             "tools" => r.tools = decode_tools(val, cx)?,
             "tool_choice" => r.tool_choice = decode_tool_choice(val, cx)?,
             "parallel_tool_calls" => r.parallel_tool_calls = Some(boolean(val, k)?),
@@ -404,10 +408,7 @@ fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateErro
             return Ok(None);
         }
         let f = object(need(o, "function", at)?, &format!("{at}.function"))?;
-        if f.get("strict").is_some_and(|s| !s.is_null()) {
-            // Schema enforcement of the arguments: the client validates them either way.
-            cx.hint(&format!("{at}.function.strict"));
-        }
+        let strict = walk::strict(f.get("strict"), format!("{at}.function.strict"), cx);
         Ok(Some(Tool {
             name: string(need(f, "name", at)?, &format!("{at}.function.name"))?,
             description: walk::description(f),
@@ -415,6 +416,7 @@ fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateErro
                 .get("parameters")
                 .cloned()
                 .unwrap_or_else(walk::no_parameters),
+            strict,
         }))
     })
 }
@@ -474,6 +476,7 @@ pub(super) fn encode_request<'a>(r: &'a Request, t: TargetInfo<'a>) -> wire::Cha
                 name: &t.name,
                 description: t.description.as_deref(),
                 parameters: &t.parameters,
+                strict: t.strict.as_ref().map(|s| s.on),
             },
         })
         .collect();

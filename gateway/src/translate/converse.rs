@@ -9,16 +9,10 @@ use serde_json::{json, Map, Value};
 use super::errors::{TranslateError, UpstreamShapeError};
 use super::field::{invalid, push_turn, tool_call_input};
 use super::hub::{Image, Output, Part, Request, Response, Role, StopReason, ToolChoice, Usage};
-use super::target::TargetInfo;
-
-/// Whether `model` (an id, an inference profile or an ARN) is one of Anthropic's, which
-/// take `top_k` through `additionalModelRequestFields`.
-pub(crate) fn is_anthropic(model: &str) -> bool {
-    model.contains("anthropic.")
-}
 
 /// Encodes a hub request as a Converse body.
-pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, TranslateError> {
+/// (The target's model is in the path; what it cannot take, the sampling rule dropped.)
+pub(crate) fn encode_request(r: &Request) -> Result<Vec<u8>, TranslateError> {
     let mut messages: Vec<Value> = Vec::new();
     // Converse takes system text only at the top (and no empty text): mid-conversation
     // system turns join it, in order.
@@ -71,8 +65,8 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, 
     if !inference.is_empty() {
         o.insert("inferenceConfig".into(), Value::Object(inference));
     }
-    // Dropped (as a client-side field) for other models by `translate::encode_request`.
-    if let (Some(k), true) = (&r.top_k, is_anthropic(t.model)) {
+    // Only Anthropic's models take it: the sampling rule dropped it for others (`sampling`).
+    if let Some(k) = &r.top_k {
         o.insert(
             "additionalModelRequestFields".into(),
             json!({"top_k": Value::Number(k.clone())}),
@@ -87,6 +81,11 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Vec<u8>, 
                 let mut spec = json!({"name": t.name, "inputSchema": {"json": t.parameters}});
                 if let Some(d) = t.description.as_ref().filter(|d| !d.is_empty()) {
                     spec["description"] = json!(d);
+                }
+                // ToolSpecification's `strict` (structured output enforcement); `false`, its
+                // default, goes unsaid.
+                if t.strict.as_ref().is_some_and(|s| s.on) {
+                    spec["strict"] = json!(true);
                 }
                 json!({"toolSpec": spec})
             })
@@ -268,14 +267,36 @@ mod tests {
     use super::*;
     use crate::dialect::{Dialect, Provider, Upstream};
 
-    fn target(model: &str) -> TargetInfo<'_> {
-        TargetInfo::plain(Provider::Bedrock, model, 4096)
+    fn target(model: &str) -> crate::translate::TargetInfo<'_> {
+        crate::translate::TargetInfo::plain(Provider::Bedrock, model, 4096)
     }
 
     fn encode(client: Dialect, body: Value, model: &str) -> Result<Value, TranslateError> {
         let hub = crate::translate::decode_lenient(client, Upstream::Converse, &body)?;
         let e = crate::translate::encode_request(Upstream::Converse, &hub, target(model))?;
         Ok(serde_json::from_slice(&e.body).unwrap())
+    }
+
+    /// A tool's `strict: true` is Converse's `toolSpec.strict` (it was dropped); `false`,
+    /// the default, goes unsaid.
+    #[test]
+    fn tool_strict_reaches_the_tool_spec() {
+        for (on, want) in [(true, json!(true)), (false, Value::Null)] {
+            let body = json!({
+                "model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"name": "f", "input_schema": {"type": "object"}, "strict": on}],
+            });
+            let sent = encode(
+                Dialect::Messages,
+                body,
+                "us.anthropic.claude-sonnet-4-5-v1:0",
+            )
+            .unwrap();
+            assert_eq!(
+                sent["toolConfig"]["tools"][0]["toolSpec"]["strict"], want,
+                "{sent}"
+            );
+        }
     }
 
     /// Golden: a chat request with system, tools, a tool round trip and sampling.

@@ -328,6 +328,17 @@ pub(crate) struct Tool {
     pub(crate) description: Option<String>,
     /// JSON Schema of the arguments.
     pub(crate) parameters: Value,
+    /// `strict` as the client set it (arguments held to the schema): carried where the
+    /// target's API has it (chat's `function.strict`, Anthropic's tool `strict`), dropped
+    /// (a hint) elsewhere.
+    pub(crate) strict: Option<Strict>,
+}
+
+/// A tool's `strict` and the client field that set it (named where it is dropped).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Strict {
+    pub(crate) on: bool,
+    pub(crate) field: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

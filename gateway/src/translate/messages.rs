@@ -350,13 +350,12 @@ fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateErro
         for (k, val) in o {
             let field = format!("{at}.{k}");
             match k.as_str() {
-                "name" | "description" | "input_schema" | "type" => {}
+                // `strict`: `walk::strict` below.
+                "name" | "description" | "input_schema" | "type" | "strict" => {}
                 _ if val.is_null() => {}
                 // Deferred loading and eager streaming shape how the tool is delivered, not
-                // what it does; `strict` is enforced by the client's own validation.
-                "cache_control" | "defer_loading" | "eager_input_streaming" | "strict" => {
-                    cx.hint(&field)
-                }
+                // what it does.
+                "cache_control" | "defer_loading" | "eager_input_streaming" => cx.hint(&field),
                 "input_examples" => cx.client_side(&field, "no other API takes tool examples"),
                 _ => cx.refuse(field, "it has no equivalent there"),
             }
@@ -365,6 +364,7 @@ fn decode_tools(v: &Value, cx: &mut Verdicts) -> Result<Vec<Tool>, TranslateErro
             name: string(need(o, "name", at)?, &format!("{at}.name"))?,
             description: walk::description(o),
             parameters: need(o, "input_schema", at)?.clone(),
+            strict: walk::strict(o.get("strict"), format!("{at}.strict"), cx),
         }))
     })
 }
@@ -497,6 +497,10 @@ pub(crate) fn encode_request(r: &Request, t: TargetInfo<'_>) -> Result<Value, Tr
                 let mut v = json!({"name": t.name, "input_schema": t.parameters});
                 if let Some(d) = &t.description {
                     v["description"] = json!(d);
+                }
+                // Strict tool use; `false` is Anthropic's default, so it goes unsaid.
+                if t.strict.as_ref().is_some_and(|s| s.on) {
+                    v["strict"] = json!(true);
                 }
                 v
             })
@@ -694,6 +698,64 @@ mod tests {
         TargetInfo::plain(Provider::Anthropic, "claude-up", 777)
     }
 
+    /// OpenAI's `safety_identifier` (the successor of `user`: a stable id of the end user)
+    /// is Anthropic's `metadata.user_id` where no `user` came (it was dropped, a hint);
+    /// `user` wins over it.
+    #[test]
+    fn safety_identifier_is_the_end_user() {
+        use crate::translate::{decode_lenient, encode_request};
+        let chat = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "safety_identifier": "u-42"});
+        let responses = json!({"model": "m", "input": "hi", "safety_identifier": "u-42"});
+        for (client, body) in [(Dialect::Chat, chat), (Dialect::Responses, responses)] {
+            let r = decode_lenient(client, Upstream::Messages, &body).unwrap();
+            assert!(r.dropped.is_empty(), "{:?}", r.dropped);
+            let out = encode_request(Upstream::Messages, &r, target()).unwrap();
+            let sent: Value = serde_json::from_slice(&out.body).unwrap();
+            assert_eq!(sent["metadata"]["user_id"], "u-42", "{sent}");
+        }
+        let both = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "user": "u-1", "safety_identifier": "u-42"});
+        let r = decode_lenient(Dialect::Chat, Upstream::Messages, &both).unwrap();
+        assert_eq!(r.user.as_deref(), Some("u-1"));
+    }
+
+    /// A tool's `strict` (arguments held to the schema) is carried where the target's API
+    /// has it: chat's `function.strict`, Anthropic's tool `strict`; a hint on Gemini (it was
+    /// a hint everywhere).
+    #[test]
+    fn tool_strict_is_carried_where_the_target_has_it() {
+        use crate::translate::encode_request;
+        let body = json!({
+            "model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"name": "f", "input_schema": {"type": "object"}, "strict": true}],
+        });
+        let r = decode(&body).unwrap();
+        assert!(r.dropped.is_empty(), "{:?}", r.dropped);
+        let chat = TargetInfo::plain(Provider::Openai, "gpt-4o", 4096);
+        let out = encode_request(Upstream::Chat, &r, chat).unwrap();
+        assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+        let sent: Value = serde_json::from_slice(&out.body).unwrap();
+        assert_eq!(sent["tools"][0]["function"]["strict"], true, "{sent}");
+        let gemini = TargetInfo::plain(Provider::Gemini, "gemini-2.5-pro", 4096);
+        let out = encode_request(Upstream::Gemini, &r, gemini).unwrap();
+        assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
+        assert!(out.dropped[0].contains("strict"), "{:?}", out.dropped);
+        // From chat to Anthropic; `false`, Anthropic's default, goes unsaid.
+        for (on, want) in [(true, json!(true)), (false, Value::Null)] {
+            let chat_body = json!({
+                "model": "m", "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "strict": on}}],
+            });
+            let r = crate::translate::decode_lenient(Dialect::Chat, Upstream::Messages, &chat_body)
+                .unwrap();
+            assert!(r.dropped.is_empty(), "{:?}", r.dropped);
+            let out = encode_request(Upstream::Messages, &r, target()).unwrap();
+            let sent: Value = serde_json::from_slice(&out.body).unwrap();
+            assert_eq!(sent["tools"][0]["strict"], want, "{sent}");
+        }
+    }
+
     #[test]
     fn request_decodes_blocks_tools_and_metadata() {
         let body = json!({
@@ -786,6 +848,7 @@ mod tests {
                 name: "f".into(),
                 description: None,
                 parameters: json!({}),
+                strict: None,
             }],
             parallel_tool_calls: Some(false),
             ..Request::default()

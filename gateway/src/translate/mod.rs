@@ -24,7 +24,7 @@ pub(crate) mod json;
 pub(crate) mod messages;
 pub(crate) mod policy;
 pub(crate) mod responses;
-mod sampling;
+pub(crate) mod sampling;
 pub(crate) mod stream;
 mod target;
 mod walk;
@@ -59,9 +59,21 @@ pub(crate) const fn label(client: Dialect, upstream: Upstream) -> &'static str {
     }
 }
 
-/// Decodes a client body of `client` dialect into the hub, under `policy`. `upstream`
-/// names the first translating target's API in refusals; `reasoning`: whether that target
-/// takes a reasoning effort. (The proxy calls [`decode_request_text`].)
+/// What decoding takes of the first translating target: what it refuses belongs in the
+/// request's one 400 (the single list of verdicts), before any target is called.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FirstTarget {
+    /// Its API, named in refusals.
+    pub(crate) upstream: Upstream,
+    /// Whether it takes a reasoning effort.
+    pub(crate) reasoning: bool,
+    /// Its model's sampling rule.
+    pub(crate) sampling: sampling::Rule,
+}
+
+/// Decodes a client body of `client` dialect into the hub, under `policy`, for a first
+/// target of `upstream` whose model the sampling table does not know; `reasoning`: whether
+/// it takes a reasoning effort. (The proxy calls [`decode_request_text`].)
 #[cfg(test)]
 pub(crate) fn decode_request(
     client: Dialect,
@@ -70,8 +82,13 @@ pub(crate) fn decode_request(
     policy: policy::Policy,
     reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
+    let first = FirstTarget {
+        upstream,
+        reasoning,
+        sampling: sampling::Rule::of(upstream, "", None),
+    };
     match std::str::from_utf8(body) {
-        Ok(text) => decode_request_text(client, upstream, text, policy, reasoning),
+        Ok(text) => decode_request_text(client, first, text, policy),
         Err(_) => Err(not_json(
             serde_json::from_slice::<serde_json::Value>(body).err(),
         )),
@@ -99,25 +116,23 @@ pub(crate) fn decode_lenient(
 /// checked it: checking 4 KB again cost ~1,800 instructions).
 pub(crate) fn decode_request_text(
     client: Dialect,
-    upstream: Upstream,
+    first: FirstTarget,
     text: &str,
     policy: policy::Policy,
-    reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
     let v = json::read(text).map_err(|e| match e {
         json::ReadError::Json(e) => not_json(Some(e)),
         json::ReadError::Budget(over) => TranslateError::TooLarge(over),
     })?;
-    decode_request_value(client, upstream, v, policy, reasoning)
+    decode_request_value(client, first, v, policy)
 }
 
 /// [`decode_request`] of a body already read (the proxy reads it once, for its head too).
 pub(crate) fn decode_request_value(
     client: Dialect,
-    upstream: Upstream,
+    first: FirstTarget,
     mut v: serde_json::Value,
     policy: policy::Policy,
-    reasoning: bool,
 ) -> Result<hub::Request, TranslateError> {
     let mut verdicts = policy::Verdicts::new(policy);
     let mut r = match client {
@@ -129,17 +144,13 @@ pub(crate) fn decode_request_value(
     // Strict: the reasoning fields the first target cannot take belong in the same one 400
     // (encoding drops them per target otherwise).
     if policy.strict {
-        no_reasoning(&r, reasoning, &mut verdicts);
+        no_reasoning(&r, first.reasoning, &mut verdicts);
     }
-    // An Anthropic client's top_k, in the same one 400 (and before failover picks a target
-    // that cannot take it: the passthrough target answers then).
-    if r.top_k.is_some()
-        && r.sampling_names == hub::SamplingNames::Plain
-        && upstream == Upstream::Chat
-    {
-        verdicts.refuse("top_k", "it has no equivalent there");
-    }
-    r.dropped = verdicts.finish(api_name(upstream))?;
+    // The sampling parameters the first target refuses (an Anthropic client's top_k where
+    // it has no top-k), in the same one 400 (and before failover picks a target that cannot
+    // take them: the passthrough target answers then).
+    sampling::refusals(&r, first.sampling, &mut verdicts);
+    r.dropped = verdicts.finish(api_name(first.upstream))?;
     Ok(r)
 }
 
@@ -154,6 +165,14 @@ fn no_reasoning(req: &hub::Request, target_reasons: bool, verdicts: &mut policy:
             field,
             "this target takes no reasoning control (`reasoning = true` on a target whose model does)",
         );
+    }
+}
+
+/// The client's `strict` on tools is dropped (a hint: the client validates the arguments
+/// either way) for a target whose API has no such flag (Gemini's function declarations).
+fn no_strict(req: &hub::Request, verdicts: &mut policy::Verdicts) {
+    for s in req.tools.iter().filter_map(|t| t.strict.as_ref()) {
+        verdicts.hint(&s.field);
     }
 }
 
@@ -183,7 +202,7 @@ pub(crate) fn encode_request(
     let mut verdicts = policy::Verdicts::new(target.policy);
     no_reasoning(req, target.reasoning, &mut verdicts);
     // What the target's model cannot take of the sampling parameters (a copy only then).
-    let trimmed = sampling::trim(req, upstream, target.model, target.sampling, &mut verdicts);
+    let trimmed = sampling::trim(req, target.sampling, &mut verdicts);
     let req = trimmed.as_ref().unwrap_or(req);
     // Anthropic takes JSON output only with a schema.
     if req.response_format == Some(hub::ResponseFormat::Json) && upstream == Upstream::Messages {
@@ -204,6 +223,7 @@ pub(crate) fn encode_request(
         Upstream::Gemini => {
             // Gemini caches prompts by itself (implicit caching): breakpoints have no place.
             no_cache(req, &mut verdicts);
+            no_strict(req, &mut verdicts);
             gemini::encode_request(req, target)?
         }
         Upstream::Converse => {
@@ -212,7 +232,7 @@ pub(crate) fn encode_request(
                 // Refused images: `finish` below answers the one 400 naming every field.
                 Vec::new()
             } else {
-                converse::encode_request(req, target)?
+                converse::encode_request(req)?
             }
         }
         Upstream::Responses => unreachable!("no provider is translated to Responses"),

@@ -14,12 +14,11 @@ use super::walk;
 
 /// Hints: storage and billing that cannot change the answer (nothing is stored by a
 /// translated request, which is why `previous_response_id` is refused); dropped.
-const HINTS: [&str; 7] = [
+const HINTS: [&str; 6] = [
     "store",
     "metadata",
     "service_tier",
     "prompt_cache_key",
-    "safety_identifier",
     "stream_options",
     "prompt_cache_retention",
 ];
@@ -46,6 +45,11 @@ pub(crate) fn decode_request(v: &mut Value, cx: &mut Verdicts) -> Result<Request
             "temperature" => r.temperature = Some(number(val, k)?),
             "top_p" => r.top_p = Some(number(val, k)?),
             "user" => r.user = Some(string(val, k)?),
+            // OpenAI's successor of `user` (a stable id of the end user, for abuse
+            // detection): where the client sent no `user`, it is the user, as Anthropic's
+            // `metadata.user_id` is ("Anthropic may use this id to help detect abuse").
+            "safety_identifier" if r.user.is_none() => r.user = Some(string(val, k)?),
+            "safety_identifier" => cx.hint(k),
             "tools" => r.tools = decode_tools(val, &mut r.view, cx)?,
             "tool_choice" => r.tool_choice = decode_tool_choice(val, cx)?,
             "parallel_tool_calls" => r.parallel_tool_calls = Some(boolean(val, k)?),
@@ -316,6 +320,7 @@ fn decode_tools(
                         "properties": {CUSTOM_INPUT: {"type": "string", "description": "The tool's freeform input."}},
                         "required": [CUSTOM_INPUT],
                     }),
+                    strict: None,
                 }]
             }
             // A group of function tools: flattened, each call renamed back for the client.
@@ -384,13 +389,12 @@ fn function_tool(
     o: &Map<String, Value>,
     cx: &mut Verdicts,
 ) -> Result<Tool, TranslateError> {
-    for k in ["strict", "defer_loading"] {
-        if o.get(k).is_some_and(|s| !s.is_null()) {
-            // Argument validation and deferred loading change how, not what, is called.
-            cx.hint(&format!("{at}.{k}"));
-        }
+    if o.get("defer_loading").is_some_and(|s| !s.is_null()) {
+        // Deferred loading changes when, not what, is offered.
+        cx.hint(&format!("{at}.defer_loading"));
     }
     Ok(Tool {
+        strict: walk::strict(o.get("strict"), format!("{at}.strict"), cx),
         name: string(need(o, "name", at)?, &format!("{at}.name"))?,
         description: walk::description(o),
         parameters: o

@@ -31,11 +31,41 @@ enum Param {
     TopK,
 }
 
-/// The sampling rule of `model` on `upstream`: the override, else the table.
-fn rule(upstream: Upstream, model: &str, over: Option<Sampling>) -> Sampling {
-    if let Some(s) = over {
-        return s;
+/// A target's sampling rule, computed once at start-up (`Rule::of`): the table's (or the
+/// override's) answer for its model on its API, so no request parses the model id.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Rule {
+    takes: Sampling,
+    /// Whether `top_k` has a place on this target at all.
+    top_k: bool,
+    /// The largest temperature it takes.
+    temperature_max: f64,
+}
+
+impl Rule {
+    /// The rule of `model` on `upstream`: the override, else the table.
+    pub(crate) fn of(upstream: Upstream, model: &str, over: Option<Sampling>) -> Rule {
+        let takes = over.unwrap_or_else(|| table(upstream, model));
+        let claude = claude_version(model).is_some();
+        Rule {
+            takes,
+            // OpenAI's chat has no top-k; on Bedrock only Anthropic's models take it.
+            top_k: matches!(takes, Sampling::All | Sampling::TemperatureOrTopP)
+                && upstream != Upstream::Chat
+                && (upstream != Upstream::Converse || is_anthropic(model)),
+            // Anthropic's temperature stops at 1 (on every provider); OpenAI's and
+            // Gemini's at 2.
+            temperature_max: if upstream == Upstream::Messages || claude {
+                1.0
+            } else {
+                2.0
+            },
+        }
     }
+}
+
+/// The table (TRANSLATION.md "Sampling parameters"): the rule of `model` on `upstream`.
+fn table(upstream: Upstream, model: &str) -> Sampling {
     match claude_version(model) {
         // Anthropic's "Migrating to Claude Opus 4.7": sampling parameters removed (a 400,
         // "`temperature` is deprecated for this model").
@@ -44,11 +74,35 @@ fn rule(upstream: Upstream, model: &str, over: Option<Sampling>) -> Sampling {
         // (Opus 4.1 first enforced it; Bedrock and Vertex answer the same 400).
         Some((opus, v)) if v >= (4, 5) || (opus && v >= (4, 1)) => Sampling::TemperatureOrTopP,
         Some(_) => Sampling::All,
+        // OpenAI's reasoning guide, "Limitations": the o-series and GPT-5 reasoning models
+        // take temperature and top_p at their default (1) only ("Only the default (1) value
+        // is supported").
+        None if openai_reasoning(model) => Sampling::DefaultOnly,
         // OpenAI's chat completions have no top-k (client-side for Gemini clients, which
         // send it on every request); Gemini takes all three.
         None if upstream == Upstream::Chat => Sampling::TemperatureAndTopP,
         None => Sampling::All,
     }
+}
+
+/// Whether `model` on Bedrock (an id, an inference profile or an ARN) is one of Anthropic's,
+/// which take `top_k` through Converse's `additionalModelRequestFields`.
+fn is_anthropic(model: &str) -> bool {
+    model.contains("anthropic.")
+}
+
+/// OpenAI's reasoning models: `o1`, `o3`, `o4-mini` (and their dated or `-pro`, `-mini`
+/// ids), the GPT-5 family but its chat models (`gpt-5-chat-latest`, `gpt-5.2-chat`, which
+/// take sampling parameters), on OpenAI or Azure.
+fn openai_reasoning(model: &str) -> bool {
+    let id = model.rsplit('/').next().unwrap_or(model);
+    let o_series = ["o1", "o3", "o4"]
+        .iter()
+        .any(|o| id == *o || id.strip_prefix(o).is_some_and(|r| r.starts_with('-')));
+    let gpt5 = id
+        .strip_prefix("gpt-5")
+        .is_some_and(|r| r.is_empty() || r.starts_with(['-', '.']));
+    o_series || (gpt5 && !id.contains("-chat"))
 }
 
 /// `(is Opus, (major, minor))` of a Claude model id, on any provider:
@@ -75,39 +129,37 @@ fn claude_version(model: &str) -> Option<(bool, (u32, u32))> {
     Some((opus, (major, numbers.get(1).copied().unwrap_or(0))))
 }
 
-/// The range a parameter takes on `upstream` (the API references): Anthropic's temperature
-/// 0 to 1, OpenAI's and Gemini's 0 to 2; top_p 0 to 1 everywhere; top_k a positive integer.
-fn in_range(upstream: Upstream, model: &str, p: Param, n: &Number) -> bool {
+/// Whether `n` is in the range `rule` takes for `p` (the API references): temperature 0 to
+/// the rule's maximum, top_p 0 to 1 everywhere, top_k a positive integer.
+fn in_range(rule: Rule, p: Param, n: &Number) -> bool {
     let Some(x) = n.as_f64() else { return false };
     match p {
-        Param::Temperature => {
-            let max = if upstream == Upstream::Messages || claude_version(model).is_some() {
-                1.0
-            } else {
-                2.0
-            };
-            (0.0..=max).contains(&x)
-        }
+        Param::Temperature => (0.0..=rule.temperature_max).contains(&x),
         Param::TopP => (0.0..=1.0).contains(&x),
         Param::TopK => n.as_u64().is_some_and(|k| k >= 1),
     }
 }
 
-/// `req` with the sampling parameters `model` cannot take removed, each noted in
-/// `verdicts`; `None` when it takes them all (the common case: nothing is copied).
-pub(crate) fn trim(
-    req: &Request,
-    upstream: Upstream,
-    model: &str,
-    over: Option<Sampling>,
-    verdicts: &mut Verdicts,
-) -> Option<Request> {
-    let rule = rule(upstream, model, over);
+/// The refusals of `req`'s sampling parameters on a target of `rule`: an Anthropic client's
+/// `top_k` where the target has no top-k (it changes the answer; a Gemini client's is
+/// client-side, dropped by [`trim`]). Decoding calls this for the first translating target,
+/// so the refusal is in the request's one 400 with every other; encoding, for each target.
+pub(crate) fn refusals(req: &Request, rule: Rule, verdicts: &mut Verdicts) {
+    if req.top_k.is_some()
+        && req.sampling_names == Names::Plain
+        && !rule.top_k
+        && rule.takes != Sampling::None
+    {
+        verdicts.refuse(Names::Plain.of(Param::TopK), "it has no equivalent there");
+    }
+}
+
+/// `req` with the sampling parameters the target of `rule` cannot take removed, each noted
+/// in `verdicts`; `None` when it takes them all (the common case: nothing is copied). What
+/// it refuses is [`refusals`]'s.
+pub(crate) fn trim(req: &Request, rule: Rule, verdicts: &mut Verdicts) -> Option<Request> {
+    refusals(req, rule, verdicts);
     let names = req.sampling_names;
-    let why_absent = match rule {
-        Sampling::None => "this model takes no sampling parameters",
-        _ => "this target takes no top-k sampling",
-    };
     let mut drop = [false; 3];
     for (i, p, value) in [
         (0, Param::Temperature, &req.temperature),
@@ -115,35 +167,29 @@ pub(crate) fn trim(
         (2, Param::TopK, &req.top_k),
     ] {
         let Some(n) = value else { continue };
-        let taken = match (rule, p) {
-            (Sampling::None, _) => false,
-            (Sampling::TemperatureAndTopP, Param::TopK) => false,
-            // OpenAI's chat has no top-k; on Bedrock only Anthropic's models take it.
-            (_, Param::TopK) => {
-                upstream != Upstream::Chat
-                    && (upstream != Upstream::Converse || super::converse::is_anthropic(model))
-            }
-            // Anthropic recommends temperature: top_p goes when both came.
-            (Sampling::TemperatureOrTopP, Param::TopP) => req.temperature.is_none(),
-            _ => true,
-        };
-        let field = names.of(p);
-        if !taken {
-            let why = match p {
-                Param::TopP if rule == Sampling::TemperatureOrTopP => {
-                    "this model takes temperature or top_p, not both (temperature is kept)"
-                }
-                Param::TopK if names == Names::Plain && rule != Sampling::None => {
-                    // An Anthropic client's top_k changes the answer: refused, as before.
-                    verdicts.refuse(field, "it has no equivalent there");
+        let why = match (rule.takes, p) {
+            (Sampling::None, _) => Some("this model takes no sampling parameters"),
+            (_, Param::TopK) if !rule.top_k => {
+                if names == Names::Plain {
+                    // Refused (`refusals`): not dropped besides.
                     continue;
                 }
-                _ => why_absent,
-            };
-            verdicts.client_side(field, why);
-            drop[i] = true;
-        } else if !in_range(upstream, model, p, n) {
-            verdicts.client_side(field, "out of the range this model takes");
+                Some("this target takes no top-k sampling")
+            }
+            // Anthropic recommends temperature: top_p goes when both came.
+            (Sampling::TemperatureOrTopP, Param::TopP) if req.temperature.is_some() => {
+                Some("this model takes temperature or top_p, not both (temperature is kept)")
+            }
+            (Sampling::DefaultOnly, Param::Temperature | Param::TopP)
+                if n.as_f64() != Some(1.0) =>
+            {
+                Some("this model takes only the default (1)")
+            }
+            _ if !in_range(rule, p, n) => Some("out of the range this model takes"),
+            _ => None,
+        };
+        if let Some(why) = why {
+            verdicts.client_side(names.of(p), why);
             drop[i] = true;
         }
     }
@@ -181,7 +227,7 @@ mod tests {
 
     fn run(r: &Request, up: Upstream, model: &str, over: Option<Sampling>) -> Vec<String> {
         let mut v = Verdicts::new(Policy::default());
-        trim(r, up, model, over, &mut v);
+        trim(r, Rule::of(up, model, over), &mut v);
         v.finish("API").unwrap()
     }
 
@@ -225,13 +271,23 @@ mod tests {
                 "{model}"
             );
             let mut v = Verdicts::new(Policy::default());
-            let out = trim(&r, up, model, None, &mut v).unwrap();
+            let out = trim(&r, Rule::of(up, model, None), &mut v).unwrap();
             assert!(out.top_p.is_none() && out.temperature.is_some() && out.top_k.is_some());
         }
         // Older models take the pair: nothing is copied.
         let mut v = Verdicts::new(Policy::default());
-        assert!(trim(&r, Upstream::Messages, "claude-3-7-sonnet", None, &mut v).is_none());
-        assert!(trim(&r, Upstream::Messages, "claude-opus-4", None, &mut v).is_none());
+        assert!(trim(
+            &r,
+            Rule::of(Upstream::Messages, "claude-3-7-sonnet", None),
+            &mut v
+        )
+        .is_none());
+        assert!(trim(
+            &r,
+            Rule::of(Upstream::Messages, "claude-opus-4", None),
+            &mut v
+        )
+        .is_none());
     }
 
     #[test]
@@ -245,7 +301,11 @@ mod tests {
             strict: true,
             ..Policy::default()
         });
-        trim(&r, Upstream::Messages, "claude-opus-4-7", None, &mut v);
+        trim(
+            &r,
+            Rule::of(Upstream::Messages, "claude-opus-4-7", None),
+            &mut v,
+        );
         assert!(v.finish("API").is_err());
     }
 
@@ -289,9 +349,90 @@ mod tests {
             ..req(Names::Plain, 0.0, 0.0, Some(64))
         };
         let mut v = Verdicts::new(Policy::default());
-        trim(&anthropic, Upstream::Chat, "gpt-4o", None, &mut v);
+        trim(&anthropic, Rule::of(Upstream::Chat, "gpt-4o", None), &mut v);
         assert!(v.finish("API").is_err());
         // Gemini takes it.
         assert!(run(&anthropic, Upstream::Gemini, "gemini-2.5-pro", None).is_empty());
+    }
+
+    /// OpenAI's reasoning models (o-series, GPT-5 but its chat models) take temperature and
+    /// top_p at their default (1) only: another value is dropped and named (it went out,
+    /// and OpenAI answered 400), refused under strict; the default is carried.
+    #[test]
+    fn openai_reasoning_models_take_the_default_only() {
+        for id in [
+            "o1",
+            "o3-mini",
+            "o4-mini-2025-04-16",
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5.1",
+            "gpt-5.2-codex",
+            "openai/gpt-5",
+        ] {
+            assert!(openai_reasoning(id), "{id}");
+        }
+        for id in [
+            "gpt-5-chat-latest",
+            "gpt-4o",
+            "gpt-4.1",
+            "o1x",
+            "gpt-50",
+            "llama3",
+        ] {
+            assert!(!openai_reasoning(id), "{id}");
+        }
+        let r = req(Names::Plain, 0.2, 0.5, None);
+        assert_eq!(
+            run(&r, Upstream::Chat, "gpt-5-mini", None),
+            ["temperature", "top_p"]
+        );
+        assert!(run(
+            &req(Names::Plain, 1.0, 1.0, None),
+            Upstream::Chat,
+            "o3",
+            None
+        )
+        .is_empty());
+        // Gemini CLI's temperature 1 is carried; its topP 0.95 and topK 64 go.
+        let g = req(Names::Gemini, 1.0, 0.95, Some(64));
+        let mut v = Verdicts::new(Policy::default());
+        let out = trim(&g, Rule::of(Upstream::Chat, "gpt-5", None), &mut v).unwrap();
+        assert_eq!(out.temperature.and_then(|t| t.as_f64()), Some(1.0));
+        assert!(out.top_p.is_none() && out.top_k.is_none());
+        let mut v = Verdicts::new(Policy {
+            strict: true,
+            ..Policy::default()
+        });
+        trim(&r, Rule::of(Upstream::Chat, "o4-mini", None), &mut v);
+        assert!(v.finish("API").is_err());
+        // The override: a model the table does not know.
+        assert_eq!(
+            run(
+                &r,
+                Upstream::Chat,
+                "my-reasoner",
+                Some(Sampling::DefaultOnly)
+            ),
+            ["temperature", "top_p"]
+        );
+    }
+
+    /// The rule is compiled once per target: its top-k place and temperature ceiling too.
+    #[test]
+    fn rules_compile_per_target() {
+        let chat = Rule::of(Upstream::Chat, "gpt-4o", None);
+        assert!(!chat.top_k && chat.temperature_max == 2.0);
+        let claude = Rule::of(Upstream::Messages, "claude-sonnet-4-5", None);
+        assert!(claude.top_k && claude.temperature_max == 1.0);
+        assert_eq!(claude.takes, Sampling::TemperatureOrTopP);
+        let nova = Rule::of(Upstream::Converse, "amazon.nova-pro-v1:0", None);
+        assert!(!nova.top_k && nova.temperature_max == 2.0);
+        let bedrock_claude = Rule::of(
+            Upstream::Converse,
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            None,
+        );
+        assert!(bedrock_claude.top_k && bedrock_claude.temperature_max == 1.0);
     }
 }

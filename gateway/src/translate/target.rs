@@ -16,8 +16,8 @@ pub(crate) struct TargetInfo<'a> {
     pub(crate) default_max_tokens: u64,
     /// Whether the upstream model takes a reasoning effort (`reasoning = true`).
     pub(crate) reasoning: bool,
-    /// `sampling = "..."` on the target: its model's rule over the table (`sampling`).
-    pub(crate) sampling: Option<crate::providers::Sampling>,
+    /// Its model's sampling rule (`sampling`), compiled at start-up.
+    pub(crate) sampling: super::sampling::Rule,
     pub(crate) policy: policy::Policy,
 }
 
@@ -32,7 +32,7 @@ impl<'a> TargetInfo<'a> {
             model,
             default_max_tokens,
             reasoning: false,
-            sampling: None,
+            sampling: super::sampling::Rule::of(crate::providers::home(provider).api, model, None),
             policy: policy::Policy::default(),
         }
     }

@@ -5,7 +5,8 @@ use serde_json::{json, Map, Value};
 
 use super::errors::TranslateError;
 use super::field::{array, object};
-use super::hub::{Request, Tool};
+use super::hub::{Request, Strict, Tool};
+use super::policy::Verdicts;
 
 /// Decodes a request body: an object whose fields go to `field` one at a time, except
 /// nulls (absent, in all three APIs) and `model` (the gateway chose the upstream's).
@@ -41,6 +42,18 @@ pub(super) fn tools<T: IntoIterator<Item = Tool>>(
         out.extend(tool(&at, object(t, &at)?)?);
     }
     Ok(out)
+}
+
+/// A tool's `strict` at `field`: `None` when absent or null; not a boolean, a hint.
+pub(super) fn strict(v: Option<&Value>, field: String, cx: &mut Verdicts) -> Option<Strict> {
+    match v? {
+        Value::Null => None,
+        Value::Bool(on) => Some(Strict { on: *on, field }),
+        _ => {
+            cx.hint(&field);
+            None
+        }
+    }
 }
 
 /// A tool's optional `description`.

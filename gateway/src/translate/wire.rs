@@ -504,6 +504,8 @@ pub(super) struct ChatToolFunctionOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) description: Option<&'a str>,
     pub(super) parameters: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) strict: Option<bool>,
 }
 
 #[derive(Serialize)]

@@ -231,14 +231,14 @@ async fn strict_refuses_claude_code_naming_every_field_at_once() {
 
 /// Codex's drops on an Anthropic target (`builtin_tools = "drop"`): session metadata,
 /// encrypted reasoning, verbosity, its client-run tool search, the hosted web search,
-/// caching and storage hints, and the reasoning effort the target does not take.
-const CODEX_DROPS: [&str; 9] = [
+/// caching and storage hints, and the reasoning effort the target does not take. (Its
+/// tools' `strict: false` is Anthropic's default: carried, unsaid.)
+const CODEX_DROPS: [&str; 8] = [
     "client_metadata",
     "include (reasoning.encrypted_content)",
     "text.verbosity",
     "tools[] (tool_search)",
     "tools[] (web_search)",
-    "tools[].strict",
     "prompt_cache_key",
     "store",
     "reasoning.effort",
@@ -671,4 +671,24 @@ async fn anthropic_top_k_reaches_gemini_as_top_k() {
     let r = gw.send(post("/v1/messages", on_chat)).await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("top_k"), "{}", r.text());
+}
+
+/// Every refusal of a request is in its one 400, the sampling rule's among them: an
+/// Anthropic client's top_k on a first target that has no top-k (here a Gemini target held
+/// to temperature and top_p by `sampling`) is named beside the body's other refused field
+/// (it was refused only when encoding, after decoding's 400 had named the other alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_refusals_are_in_the_one_400() {
+    let up = json_upstream().await;
+    let config = format!(
+        "[[models]]\nname = \"gem\"\n[[models.targets]]\nprovider = \"gemini\"\nbase_url = \"{}\"\nmodel = \"my-gemini\"\napi_key_env = \"{UPSTREAM_KEY_ENV}\"\nsampling = \"temperature_and_top_p\"\n",
+        up.base_url()
+    );
+    let gw = TestGateway::start(&config).await;
+    let body = r#"{"model":"gem","max_tokens":8,"top_k":64,"mcp_servers":[{"type":"url","url":"https://mcp.example","name":"x"}],"messages":[{"role":"user","content":"hi"}]}"#;
+    let r = gw.send(post("/v1/messages", body)).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("top_k"), "{}", r.text());
+    assert!(r.text().contains("mcp_servers"), "{}", r.text());
+    assert!(up.requests().is_empty(), "nothing reached the upstream");
 }

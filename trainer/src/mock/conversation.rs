@@ -119,7 +119,16 @@ pub(crate) fn next_turn(dialect: Dialect, body: &[u8]) -> Result<Turn, String> {
         Dialect::Responses => responses_user_text(&v),
         Dialect::Gemini => gemini_user_text(&v),
     };
-    match directive(&user_text) {
+    // A client that quotes the prompt (opencode's `run` wraps an argument holding spaces in
+    // double quotes and escapes those inside) leaves a call's JSON escaped: read unescaped.
+    let unescaped;
+    let user_text = if directive(&user_text).is_none() && user_text.contains("\\\"") {
+        unescaped = user_text.replace("\\\"", "\"");
+        &unescaped
+    } else {
+        &user_text
+    };
+    match directive(user_text) {
         Some(Directive::Text) => return Ok(Turn::Text),
         Some(Directive::Call { name, arguments }) => {
             return Ok(if offered(dialect, &v).any(|offered| offered == name) {
@@ -698,6 +707,20 @@ mod tests {
         assert_eq!(
             turn(Dialect::Gemini, history),
             call("Agent", r#"{"prompt":"mock prompt"}"#)
+        );
+    }
+
+    /// `opencode run "PROMPT"` sends `"PROMPT"` quoted, its double quotes escaped: the
+    /// README's opencode recipe, run verbatim, reaches the mock so.
+    #[test]
+    fn a_call_quoted_by_the_client_is_read_unescaped() {
+        let body = serde_json::json!({"messages": [{"role": "user",
+            "content": r#""Read it. [mock: call read {\"filePath\":\"/w/m.txt\"}]""#}],
+            "tools": [{"type": "function", "function": {"name": "bash"}},
+                {"type": "function", "function": {"name": "read"}}]});
+        assert_eq!(
+            next_turn(Dialect::Chat, body.to_string().as_bytes()).unwrap(),
+            call("read", r#"{"filePath":"/w/m.txt"}"#)
         );
     }
 

@@ -47,8 +47,38 @@ pub(crate) fn refused(
             let model = vertex_model.or_else(|| v["model"].as_str())?;
             anthropic_sampling(model, &v)
         }
+        (Dialect::Chat | Dialect::Responses, _) => {
+            if !contains(body, b"\"temperature\"") && !contains(body, b"\"top_p\"") {
+                return None;
+            }
+            let v: Value = serde_json::from_slice(body).ok()?;
+            openai_sampling(v["model"].as_str()?, &v)
+        }
         _ => None,
     }
+}
+
+/// OpenAI's reasoning models, which take `temperature` and `top_p` at their default (1)
+/// only: OpenAI's reasoning guide, "Limitations"
+/// (<https://platform.openai.com/docs/guides/reasoning>); the error text is its answer to
+/// another value. Their chat models (`gpt-5-chat-latest`) take any.
+const DEFAULT_SAMPLING_ONLY: [&str; 4] = ["o1", "o3", "o4-mini", "gpt-5"];
+
+fn openai_sampling(model: &str, v: &Value) -> Option<String> {
+    let reasoning = DEFAULT_SAMPLING_ONLY.iter().any(|m| {
+        model
+            .strip_prefix(m)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.']))
+    });
+    if !reasoning || model.contains("-chat") {
+        return None;
+    }
+    ["temperature", "top_p"].into_iter().find_map(|k| {
+        let x = v.get(k).filter(|x| !x.is_null())?;
+        (x.as_f64() != Some(1.0)).then(|| {
+            format!("Unsupported value: '{k}' does not support {x} with this model. Only the default (1) value is supported.")
+        })
+    })
 }
 
 fn contains(body: &[u8], needle: &[u8]) -> bool {
@@ -148,6 +178,20 @@ mod tests {
         );
         assert!(messages(json!({"model": "claude-opus-4-7", "temperature": 0.5})).is_some());
         assert!(messages(json!({"model": "claude-3-7-sonnet", "temperature": 1.5})).is_some());
+    }
+
+    #[test]
+    fn openai_reasoning_models_refuse_other_than_the_default_sampling() {
+        let chat = |v: Value| refused(Dialect::Chat, None, None, v.to_string().as_bytes());
+        let cold = json!({"model": "gpt-5-mini", "temperature": 0.2, "messages": []});
+        assert!(chat(cold.clone())
+            .unwrap()
+            .contains("Only the default (1) value is supported"));
+        let body = json!({"model": "o3", "top_p": 0.9, "input": "hi"}).to_string();
+        assert!(refused(Dialect::Responses, None, None, body.as_bytes()).is_some());
+        assert!(chat(json!({"model": "o4-mini", "temperature": 1, "top_p": 1})).is_none());
+        assert!(chat(json!({"model": "gpt-5-chat-latest", "temperature": 0.2})).is_none());
+        assert!(chat(json!({"model": "gpt-4o", "temperature": 0.2})).is_none());
     }
 
     fn gemini(model: &str, contents: Value) -> Option<String> {

@@ -375,6 +375,8 @@ fn decode_declaration(f: &Value, at: &str, cx: &mut Verdicts) -> Result<Tool, Tr
         name: string(need(o, "name", at)?, &format!("{at}.name"))?,
         description: walk::description(o),
         parameters: parameters.unwrap_or_else(walk::no_parameters),
+        // Gemini's declarations have no such flag.
+        strict: None,
     })
 }
 

@@ -175,6 +175,7 @@ fn encodes_for_gemini_with_signatures_restored() {
             name: "weather".into(),
             description: None,
             parameters: json!({"type": "object"}),
+            strict: None,
         }],
         tool_choice: Some(ToolChoice::Named("weather".into())),
         max_tokens: Some(100),
