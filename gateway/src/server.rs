@@ -307,11 +307,9 @@ pub(crate) async fn run(
             let mut threads = Vec::with_capacity(listeners.len());
             for (worker, listener) in listeners.into_iter().enumerate() {
                 let (tx, rx) = oneshot::channel();
-                let serve = accept_loop_std(
-                    listener,
+                let (http, stop, limits, handler) = (
                     http.clone(),
                     stop_rx.clone(),
-                    grace,
                     shared.clone(),
                     handler.clone(),
                 );
@@ -327,7 +325,15 @@ pub(crate) async fn run(
                     .spawn(move || {
                         crate::client::adopt(client);
                         rt.block_on(async move {
-                            let _ = tx.send(serve.await);
+                            // Registered with this thread's runtime, so inside it.
+                            let grace_over = match TcpListener::from_std(listener) {
+                                Ok(l) => accept_loop(l, http, stop, grace, limits, handler).await,
+                                Err(e) => {
+                                    eprintln!("gateway: worker {worker} cannot serve: {e}");
+                                    false
+                                }
+                            };
+                            let _ = tx.send(grace_over);
                             // Err once `Workers::finish` drops the sender.
                             let _ = released.changed().await;
                         });
@@ -419,29 +425,6 @@ struct ConnGuard {
 impl Drop for ConnGuard {
     fn drop(&mut self) {
         self.metrics.open_connections.fetch_sub(1, Relaxed);
-    }
-}
-
-/// [`accept_loop`] on a listener its worker's runtime has yet to register.
-async fn accept_loop_std<F, Fut>(
-    listener: std::net::TcpListener,
-    http: hyper::server::conn::http1::Builder,
-    stop: watch::Receiver<bool>,
-    grace: Duration,
-    limits: ConnLimits,
-    handler: F,
-) -> bool
-where
-    F: Fn(Request<Incoming>, Arc<ConnState>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<Response<GatewayBody>, std::convert::Infallible>> + Send + 'static,
-{
-    match TcpListener::from_std(listener) {
-        Ok(l) => accept_loop(l, http, stop, grace, limits, handler).await,
-        Err(e) => {
-            // Only a runtime without I/O fails here; the other workers still serve.
-            eprintln!("gateway: a worker cannot register its listener: {e}");
-            false
-        }
     }
 }
 

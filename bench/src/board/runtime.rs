@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::worth::paired;
+use super::worth::{paired, paired_cell, pairs_head};
 use super::{raw, BoardReport};
 use crate::error::BenchError;
 use crate::variant::{Variant, CONTROL};
@@ -144,32 +144,14 @@ pub fn markdown(r: &BoardReport) -> String {
         s,
         "\n**The runtimes side by side** (`server.runtime`: each variant under `{second}` \
          (`-{}`) over the same variant under `{first}`, paired by round as above; **better** / \
-         **worse** only when the interval excludes 1.00):\n\n| pair |",
+         **worse** only when the interval excludes 1.00):\n\n",
         suffix(second)
     );
-    for (_, label, _) in FIGURES {
-        let _ = write!(s, " {label} |");
-    }
-    s.push_str("\n| --- |");
-    for _ in FIGURES {
-        s.push_str(" ---: |");
-    }
-    s.push('\n');
+    pairs_head(&mut s, &FIGURES);
     for (twin, v) in &pairs {
         let _ = write!(s, "| {twin} / {v} |");
         for (key, _, higher) in FIGURES {
-            let cell = match paired(&r.legs, twin, v, key) {
-                Some(p) => {
-                    let v = match p.verdict(higher) {
-                        Some(true) => " **better**",
-                        Some(false) => " **worse**",
-                        None => "",
-                    };
-                    format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
-                }
-                None => "-".into(),
-            };
-            let _ = write!(s, " {cell} |");
+            let _ = write!(s, " {} |", paired_cell(&r.legs, twin, v, key, higher));
         }
         s.push('\n');
     }

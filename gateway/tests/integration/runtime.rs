@@ -3,12 +3,8 @@
 //! requests, a rate limit counted over every worker, the drain, and a busy port. The whole
 //! suite runs under it too with `GATEWAY_TEST_RUNTIME=thread-per-core`.
 
-use std::process::Command;
-use std::time::Duration;
-
 use crate::support::*;
 use http::StatusCode;
-use http_body_util::BodyExt;
 
 const TPC: &[&str] = &["--runtime", "thread-per-core", "--workers", "2"];
 
@@ -99,75 +95,12 @@ async fn thread_per_core_rate_limit_counts_over_every_worker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_per_core_sigterm_lets_a_stream_finish_then_exits_0() {
-    // About 1 s of stream.
-    let mock = MockUpstream::start(MockConfig {
-        chunks: 20,
-        chunk_delay: Duration::from_millis(50),
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
-    let want = direct(&mock, MESSAGES, &body(MESSAGES, "up-claude", true)).await;
-    let mut gw = TestGateway::start_with_args(&two_models(&mock.base_url()), TPC).await;
-    let addr = gw.addr;
-    let resp = open(addr, post(MESSAGES, body(MESSAGES, "claude", true)))
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    let mut body = resp.into_body();
-    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
-    gw.sigterm();
-    // Every worker's listener closes, while the stream goes on.
-    let deadline = std::time::Instant::now() + PATIENCE;
-    let mut refused_in_a_row = 0;
-    while refused_in_a_row < 8 {
-        match tokio::net::TcpStream::connect(addr).await {
-            Ok(_) => refused_in_a_row = 0,
-            Err(_) => refused_in_a_row += 1,
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still accepting after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let mut all = first.to_vec();
-    while let Some(f) = body.frame().await {
-        let f = f.expect("the stream was cut by the shutdown");
-        if let Ok(d) = f.into_data() {
-            all.extend_from_slice(&d);
-        }
-    }
-    assert_eq!(all, want.body.to_vec(), "the drained stream is incomplete");
-    let status = gw.wait_exit(PATIENCE).await;
-    assert!(status.success(), "exit status {status:?}");
-    // The access log was flushed before the exit.
-    let line = gw
-        .wait_log("for the drained stream", |l| l["route"] == MESSAGES)
-        .await;
-    assert_eq!(line["status"], 200);
+    // Every worker's listener closes on the signal; the stream's worker drains it.
+    crate::lifecycle::stream_finishes_after_sigterm(TPC).await;
 }
 
 #[test]
 fn thread_per_core_port_in_use_fails_with_a_message() {
     // Bound without SO_REUSEPORT: the workers' listeners cannot share it.
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = taken.local_addr().unwrap().to_string();
-    let path = scratch("busy-tpc.toml");
-    std::fs::write(&path, two_models("http://127.0.0.1:9")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .arg("--config")
-        .arg(&path)
-        .args(["--listen", &addr])
-        .args(TPC)
-        .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("cannot listen on {addr}")),
-        "{stderr}"
-    );
+    crate::lifecycle::port_in_use_fails(TPC);
 }
