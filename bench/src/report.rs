@@ -685,6 +685,12 @@ mod tests {
             "# Benchmarks\nnew figures\n\n<!-- c-pgo:begin -->\n## C\n| a | 1 |\n<!-- c-pgo:end -->\n"
         );
         assert_eq!(keep_by_hand("no markers", "new".into()), "new");
+        // The runtimes' section (issue 53) too.
+        let old = "x\n<!-- runtime:begin -->\n## R\n<!-- runtime:end -->\n";
+        assert_eq!(
+            keep_by_hand(old, "new\n".into()),
+            "new\n\n<!-- runtime:begin -->\n## R\n<!-- runtime:end -->\n"
+        );
     }
 
     use super::*;
