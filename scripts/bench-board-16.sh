@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The public same-rig board's layout on a 16-CPU machine, one command, under 8 minutes: the
-# gateway pinned to CPUs 0-3 with 4 workers, the load generator on 4-9 (6 threads), the mock
-# on 10-15 (6 threads); plain / control (plain's identical copy) / PGO / PGO+BOLT interleaved,
-# the order rotated each round, the mock driven directly in every round. Refuses on fewer
-# than 16 CPUs.
+# The public same-rig board's layout on a 16-CPU machine, one command, about 10 minutes (under
+# 8 with BOARD_RUNTIMES=multi-thread): the gateway pinned to CPUs 0-3 with 4 workers, the load
+# generator on 4-9 (6 threads), the mock on 10-15 (6 threads); plain / control (plain's
+# identical copy) / PGO / PGO+BOLT under both runtimes (`server.runtime`: multi-thread under
+# the variants' names, thread-per-core as NAME-tpc, one SO_REUSEPORT listener per worker)
+# interleaved, the order rotated each round, the mock driven directly in every round. Refuses
+# on fewer than 16 CPUs.
 #
 # Usage: scripts/bench-board-16.sh [CHAIN_DIR] [OUT_DIR]
 #   CHAIN_DIR  CHAIN_DIR/{gateway,gateway-pgo,gateway-pgo-bolt}/bin/gateway, the layout of
@@ -13,7 +15,10 @@
 #              into a results directory and `bench report` adds it to BENCHMARKS.md.
 # Environment (optional):
 #   BENCH               a built bench (default: built here; ~1 min of the budget on 16 cores)
-#   BOARD_ROUNDS        interleaved rounds (default 3: ~6 min)
+#   BOARD_ROUNDS        interleaved rounds (default 3: ~10 min with both runtimes, ~6 with one)
+#   BOARD_RUNTIMES      the gateway runtimes compared (default multi-thread,thread-per-core;
+#                       the first is the variants' own names, the board's "Runtime rule" says
+#                       which should be the default)
 #   BOARD_LATENCY_S BOARD_STEP_S BOARD_CONCURRENCY BOARD_STREAMS BOARD_STREAM_SAMPLES
 #   BOARD_ARGS          as scripts/bench-board.sh reads them (defaults sized for 8 minutes)
 set -euo pipefail
@@ -51,6 +56,7 @@ set +e
 "$BENCH" board --shapes "$repo/shapes" \
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
   --gateway-cpus 0-3 --workers 4 --load-cpus 4-9 --load-threads 6 --mock-cpus 10-15 --mock-threads 6 \
+  --runtimes "${BOARD_RUNTIMES:-multi-thread,thread-per-core}" \
   --rounds "${BOARD_ROUNDS:-3}" --latency-s "${BOARD_LATENCY_S:-1}" --step-s "${BOARD_STEP_S:-0.8}" \
   --concurrency "${BOARD_CONCURRENCY:-1,2,4,8,16,32,64,128,256,512}" \
   --stream-concurrency "${BOARD_STREAMS:-64,256,1024}" \
@@ -69,6 +75,7 @@ tar -czf "$out/logs.tar.gz" -C "$work" logs
   echo "commit: $(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo '?')"
   echo "machine: $(uname -m), $ncpu CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
   echo "layout: gateway CPUs 0-3 (4 workers), load generator 4-9 (6 threads), mock 10-15 (6 threads)"
+  echo "runtimes: ${BOARD_RUNTIMES:-multi-thread,thread-per-core}"
   for b in "$plain" "$pgo" "$pgo_bolt"; do echo "binary: $(sha256sum "$b" | cut -c1-16) $b"; done
   echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "exit: $rc"

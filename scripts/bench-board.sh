@@ -12,19 +12,23 @@
 #              (default ./out/board); `bench report` puts board.json into BENCHMARKS.md
 # Environment (optional):
 #   BENCH               a built bench (default: built here, as scripts/benchmarks.sh does)
-#   BOARD_ROUNDS        interleaved rounds (default 8; ~105 s each with the defaults below)
+#   BOARD_ROUNDS        interleaved rounds (default 8; ~180 s each with the defaults below)
 #   BOARD_LATENCY_S     the c=1 latency window (default 1.5)
 #   BOARD_STEP_S        each sweep step (default 1)
 #   BOARD_CONCURRENCY   the sweep (default 1,2,4,8,16,32,64,128)
 #   BOARD_STREAMS       the stream ladder (default 16,64,256)
 #   BOARD_STREAM_SAMPLES  streams at c=1 for time to first token and gaps (default 3)
+#   BOARD_RUNTIMES      the gateway runtimes compared (default multi-thread,thread-per-core:
+#                       every variant under each, thread-per-core's legs named NAME-tpc; the
+#                       report's "Runtime rule" says which should be `server.runtime`'s default)
 #   BOARD_ARGS          more `bench board` arguments, word-split
 #   BENCHMARKS_MD       also replace the board section of this file (between its markers) with
 #                       this run's (`bench report --board-only`; scripts/benchmarks.sh writes the
 #                       whole file instead)
 # Exits 1 when the shipped gateway does not follow the report's BOLT rule (a BOLT that hurts
 # beyond the paired interval while nix/gateway/per-system.nix still releases gateway-pgo-bolt).
-# Takes ~14 min with the defaults on a 2-core VM (4 gateway runs and the direct run per round).
+# Takes ~24 min with the defaults on a 2-core VM (7 gateway runs and the direct run per round;
+# ~14 with BOARD_RUNTIMES=multi-thread).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 chain=${1:-${CHAIN_OUT:-$repo/out/chain-local}}
@@ -52,6 +56,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 "$BENCH" board --shapes "$repo/shapes" \
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt" \
   --gateway-cpus 0 --workers 1 --load-cpus 1 --mock-cpus 1 \
+  --runtimes "${BOARD_RUNTIMES:-multi-thread,thread-per-core}" \
   --rounds "${BOARD_ROUNDS:-8}" --latency-s "${BOARD_LATENCY_S:-1.5}" --step-s "${BOARD_STEP_S:-1}" \
   --concurrency "${BOARD_CONCURRENCY:-1,2,4,8,16,32,64,128}" \
   --stream-concurrency "${BOARD_STREAMS:-16,64,256}" \

@@ -95,6 +95,9 @@ struct ResponsiveArgs {
     /// Fail when a flood's healthz p99 is over this many milliseconds.
     #[arg(long)]
     max_p99_ms: Option<f64>,
+    /// The gateway's `--runtime` (default: its own).
+    #[arg(long)]
+    runtime: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -342,6 +345,11 @@ struct BoardArgs {
     /// Gateway worker threads.
     #[arg(long, default_value_t = 1)]
     workers: usize,
+    /// Measure each variant under each of these gateway runtimes (`multi-thread`,
+    /// `thread-per-core`), the first under the variants' names, the next as `NAME-tpc` (or
+    /// `NAME-mt`); default: the binaries' own runtime only.
+    #[arg(long, value_delimiter = ',')]
+    runtimes: Vec<String>,
     /// Pin the gateway to these CPUs (e.g. 0 or 0-3).
     #[arg(long)]
     gateway_cpus: Option<String>,
@@ -591,6 +599,8 @@ fn run_board(a: BoardArgs) -> Result<(), Error> {
     opts.rounds = a.rounds;
     opts.control = !a.no_control;
     opts.workers = a.workers;
+    board::runtime::check(&a.runtimes)?;
+    opts.runtimes = a.runtimes.clone();
     opts.load_threads = threads(a.load_threads, &load_cpus);
     opts.mock_threads = threads(a.mock_threads, &mock_cpus);
     opts.gateway_cpus = gateway_cpus;
@@ -720,6 +730,7 @@ fn run_responsive(a: ResponsiveArgs) -> Result<(), Error> {
         clients: a.clients,
         duration: Duration::from_secs_f64(a.seconds),
         interval: Duration::from_millis(a.interval_ms),
+        runtime: a.runtime,
         work_dir: work_dir(&a.common, "responsive"),
     };
     // Clients, the mock and the sampler: enough threads that the gateway is what waits.

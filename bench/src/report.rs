@@ -484,7 +484,11 @@ fn splice(old: &str, begin: &str, end: &str, section: &str) -> Result<String, St
 
 /// Sections of BENCHMARKS.md that no results directory holds (measured by hand, each saying
 /// how), kept by a regeneration: `(begin, end)` markers. The generated document ends with them.
-const BY_HAND: &[(&str, &str)] = &[("<!-- c-pgo:begin -->", "<!-- c-pgo:end -->")];
+const BY_HAND: &[(&str, &str)] = &[
+    ("<!-- c-pgo:begin -->", "<!-- c-pgo:end -->"),
+    // The runtimes on the plain build and the fairness case (issue 53).
+    ("<!-- runtime:begin -->", "<!-- runtime:end -->"),
+];
 
 /// `doc` (a freshly generated document) with `old`'s hand-measured sections appended.
 pub(crate) fn keep_by_hand(old: &str, mut doc: String) -> String {
@@ -681,6 +685,12 @@ mod tests {
             "# Benchmarks\nnew figures\n\n<!-- c-pgo:begin -->\n## C\n| a | 1 |\n<!-- c-pgo:end -->\n"
         );
         assert_eq!(keep_by_hand("no markers", "new".into()), "new");
+        // The runtimes' section (issue 53) too.
+        let old = "x\n<!-- runtime:begin -->\n## R\n<!-- runtime:end -->\n";
+        assert_eq!(
+            keep_by_hand(old, "new\n".into()),
+            "new\n\n<!-- runtime:begin -->\n## R\n<!-- runtime:end -->\n"
+        );
     }
 
     use super::*;

@@ -40,6 +40,8 @@ pub struct ResponsiveOptions {
     pub duration: Duration,
     /// Time between two health checks.
     pub interval: Duration,
+    /// The gateway's `--runtime`, if not its default.
+    pub runtime: Option<String>,
     pub work_dir: PathBuf,
 }
 
@@ -372,7 +374,16 @@ pub async fn run(opts: &ResponsiveOptions) -> Result<ResponsiveReport, Responsiv
     let launch = Launch {
         bin: opts.gateway.clone(),
         config: cfg,
-        args: vec!["--workers".into(), "1".into()],
+        args: ["--workers", "1"]
+            .into_iter()
+            .map(String::from)
+            .chain(
+                opts.runtime
+                    .iter()
+                    .flat_map(|r| ["--runtime".to_owned(), r.clone()]),
+            )
+            .map(Into::into)
+            .collect(),
         wrapper: Vec::new(),
         cpus: Vec::new(),
         env: vec![("RESPONSIVE_UPSTREAM_KEY".into(), "sk-responsive".into())],

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::config::Runtime;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gateway",
@@ -22,6 +24,9 @@ pub(crate) struct Cli {
     /// Worker threads instead of `server.workers` (0 = one per core).
     #[arg(long, value_name = "N")]
     pub(crate) workers: Option<usize>,
+    /// The runtime instead of `server.runtime`.
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub(crate) runtime: Option<Runtime>,
     /// Validate the config and exit.
     #[arg(long)]
     pub(crate) check_config: bool,

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::config::Upstream;
@@ -36,7 +36,7 @@ pub(crate) enum ClientError {
 
 /// Builds the client: keep-alive pool, TCP_NODELAY (Nagle + delayed ACK would add ~40 ms),
 /// connect timeout, and rustls with the webpki roots plus an optional extra CA file.
-pub(crate) fn build(cfg: &Upstream) -> Result<UpstreamClient, ClientError> {
+pub(crate) fn build(cfg: &Upstream) -> Result<Pools, ClientError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(path) = &cfg.extra_ca_file {
@@ -76,10 +76,45 @@ pub(crate) fn build(cfg: &Upstream) -> Result<UpstreamClient, ClientError> {
         .https_or_http()
         .enable_http1()
         .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
-        .timer(TokioTimer::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .pool_max_idle_per_host(cfg.pool_max_idle_per_host)
-        .build(https))
+    Ok(Pools {
+        connector: https,
+        max_idle_per_host: cfg.pool_max_idle_per_host,
+    })
+}
+
+/// What builds a client with its own pool: the process's, and one per thread-per-core
+/// worker, whose upstream connections then live on that worker's thread (a shared pool
+/// hands a worker connections driven by another thread, each request a cross-thread wake).
+#[derive(Clone)]
+pub(crate) struct Pools {
+    connector: HttpsConnector<HttpConnector>,
+    max_idle_per_host: usize,
+}
+
+impl Pools {
+    pub(crate) fn client(&self) -> UpstreamClient {
+        Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(self.max_idle_per_host)
+            .build(self.connector.clone())
+    }
+}
+
+thread_local! {
+    /// This worker thread's own client (thread-per-core), set once when the thread starts.
+    static WORKER_CLIENT: std::cell::OnceCell<UpstreamClient> = const { std::cell::OnceCell::new() };
+}
+
+/// Makes `client` this thread's: [`send`] uses it instead of the shared one.
+pub(crate) fn adopt(client: UpstreamClient) {
+    WORKER_CLIENT.with(|c| {
+        let _ = c.set(client);
+    });
+}
+
+/// Sends `req` through this thread's client if it has one, else through `shared`.
+pub(crate) fn send(shared: &UpstreamClient, req: http::Request<Full<Bytes>>) -> ResponseFuture {
+    WORKER_CLIENT.with(|c| c.get().unwrap_or(shared).request(req))
 }

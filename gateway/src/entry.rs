@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::cli::Cli;
-use crate::config::{self, Config, LimitsBackend, WhenDown};
+use crate::config::{self, Config, LimitsBackend, Runtime, WhenDown};
 use crate::server::{self, Listeners, Signals};
 use crate::upstream_url::redact_userinfo;
 
@@ -26,6 +26,9 @@ pub fn main() -> ExitCode {
     }
     if let Some(w) = cli.workers {
         config.server.workers = w;
+    }
+    if let Some(r) = cli.runtime {
+        config.server.runtime = r;
     }
     // `--listen` may have made the two listeners one.
     if let Err(e) = config::check_listeners(&config.server, &cli.config) {
@@ -46,28 +49,40 @@ pub fn main() -> ExitCode {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-    {
+    let runtime = config.server.runtime;
+    // Thread-per-core: this thread's runtime runs the signals, the metrics listener and the
+    // credential refreshers; each worker thread builds its own in `server::run`.
+    let built = match runtime {
+        Runtime::MultiThread => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build(),
+        Runtime::ThreadPerCore => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("gateway: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let result = rt.block_on(async {
+    let mut result = rt.block_on(async {
         // Everything that can fail on the config runs before anything listens.
         let prepared = server::prepare(&config)?;
         let signals = Signals::install()?;
-        let listeners = Listeners::bind(&config).await?;
+        let listeners = Listeners::bind(&config, runtime, workers).await?;
         print_summary(&config, &listeners, workers);
         server::run(&config, prepared, listeners, &signals).await
     });
     // Dropping the runtime ends connection tasks the grace period left behind, and with
     // them the last access-log senders; then the writer flushes and `main` returns, which
-    // is when an instrumented build writes its profile.
+    // is when an instrumented build writes its profile. Thread-per-core's workers end
+    // their own runtimes the same way.
+    if let Some(workers) = result.as_mut().ok().and_then(|s| s.workers.take()) {
+        workers.finish();
+    }
     rt.shutdown_timeout(Duration::from_secs(1));
     match result {
         Ok(stopped) => {
@@ -105,7 +120,8 @@ fn print_summary(config: &Config, listeners: &Listeners, workers: usize) {
         (true, None) => "/metrics on the main listener".to_owned(),
     };
     eprintln!(
-        "  workers: {workers}; metrics: {metrics}; access log: {:?}",
+        "  workers: {workers} ({}); metrics: {metrics}; access log: {:?}",
+        config.server.runtime.name(),
         config.observability.access_log
     );
     eprintln!(

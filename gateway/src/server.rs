@@ -21,11 +21,11 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::access_log::{AccessLog, AccessLogWriter};
 use crate::body::GatewayBody;
-use crate::config::Config;
+use crate::config::{Config, Runtime};
 use crate::conn::{ClientIo, ConnState};
 use crate::error::{ApiError, ErrorKind};
 use crate::metrics::Metrics;
@@ -43,6 +43,11 @@ pub(crate) enum ServeError {
     Setup(#[from] SetupError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("cannot start worker {worker}: {source}")]
+    Worker {
+        worker: usize,
+        source: std::io::Error,
+    },
     #[error(
         "second signal ({signal}) during the drain: exiting now, cutting {open} open connection(s)"
     )]
@@ -71,18 +76,33 @@ fn signal_number(name: &str) -> u8 {
 
 /// Bound listeners, so callers learn the real addresses (port 0 picks one) before serving.
 pub(crate) struct Listeners {
-    main: TcpListener,
+    main: Main,
     metrics: Option<TcpListener>,
 }
 
+/// The main listener: one for the work-stealing runtime, one per worker (all on the same
+/// address through `SO_REUSEPORT`, the kernel spreading connections over them) for
+/// thread-per-core. Those stay std listeners until their worker's runtime registers them.
+enum Main {
+    Shared(TcpListener),
+    PerWorker(Vec<std::net::TcpListener>),
+}
+
 impl Listeners {
-    pub(crate) async fn bind(cfg: &Config) -> Result<Listeners, ServeError> {
+    pub(crate) async fn bind(
+        cfg: &Config,
+        runtime: Runtime,
+        workers: usize,
+    ) -> Result<Listeners, ServeError> {
         let bind = |addr: SocketAddr| async move {
             TcpListener::bind(addr)
                 .await
                 .map_err(|source| ServeError::Bind { addr, source })
         };
-        let main = bind(cfg.server.listen).await?;
+        let main = match runtime {
+            Runtime::MultiThread => Main::Shared(bind(cfg.server.listen).await?),
+            Runtime::ThreadPerCore => Main::PerWorker(bind_reuseport(cfg.server.listen, workers)?),
+        };
         let metrics = match cfg.server.metrics_listen {
             Some(a) if cfg.observability.metrics => Some(bind(a).await?),
             _ => None,
@@ -91,12 +111,46 @@ impl Listeners {
     }
 
     pub(crate) fn main_addr(&self) -> std::io::Result<SocketAddr> {
-        self.main.local_addr()
+        match &self.main {
+            Main::Shared(l) => l.local_addr(),
+            Main::PerWorker(ls) => ls
+                .first()
+                .ok_or_else(|| std::io::Error::other("no listener"))?
+                .local_addr(),
+        }
     }
 
     pub(crate) fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
+}
+
+/// `n` listeners on `addr` with `SO_REUSEPORT`; port 0 becomes the port the first one got,
+/// so every worker listens on the address the summary prints.
+fn bind_reuseport(addr: SocketAddr, n: usize) -> Result<Vec<std::net::TcpListener>, ServeError> {
+    let mut out: Vec<std::net::TcpListener> = Vec::with_capacity(n);
+    for _ in 0..n.max(1) {
+        let at = match out.first() {
+            Some(l) => l.local_addr().unwrap_or(addr),
+            None => addr,
+        };
+        let l = reuseport_listener(at).map_err(|source| ServeError::Bind { addr: at, source })?;
+        out.push(l);
+    }
+    Ok(out)
+}
+
+fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    // What tokio's `TcpListener::bind` sets too: a restart need not wait out TIME_WAIT.
+    s.set_reuse_address(true)?;
+    // Linux lets only sockets of the same user share the port.
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s.into())
 }
 
 /// The compiled gateway and its access log, built before anything listens so a set-up
@@ -125,6 +179,26 @@ pub(crate) struct Stopped {
     pub(crate) writer: AccessLogWriter,
     /// The end of the grace period: the access log gets until then to flush.
     pub(crate) deadline: Instant,
+    /// Thread-per-core's worker threads, to be finished before the access log.
+    pub(crate) workers: Option<Workers>,
+}
+
+/// Thread-per-core's worker threads. Each keeps driving its runtime after its drain (its
+/// pooled upstream connections, or the Redis connection, may serve another worker's last
+/// requests) until [`Workers::finish`], which ends them as dropping the work-stealing
+/// runtime does.
+pub(crate) struct Workers {
+    release: Option<watch::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    pub(crate) fn finish(mut self) {
+        drop(self.release.take());
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// SIGTERM and SIGINT, counted: the first starts the drain, the second forces the exit.
@@ -204,17 +278,77 @@ pub(crate) async fn run(
         metrics: metrics.clone(),
     };
 
-    let main = {
+    let handler = {
         let gw = gw.clone();
-        tokio::spawn(accept_loop(
-            listeners.main,
-            http.clone(),
-            stop_rx.clone(),
-            grace,
-            limits(cap),
-            move |req, conn| routes::route(gw.clone(), req, conn),
-        ))
+        move |req, conn| routes::route(gw.clone(), req, conn)
     };
+    let mut done = Vec::new();
+    let mut workers = None;
+    match listeners.main {
+        Main::Shared(listener) => {
+            let (tx, rx) = oneshot::channel();
+            let serve = accept_loop(
+                listener,
+                http.clone(),
+                stop_rx.clone(),
+                grace,
+                limits(cap),
+                handler,
+            );
+            tokio::spawn(async move {
+                let _ = tx.send(serve.await);
+            });
+            done.push(rx);
+        }
+        Main::PerWorker(listeners) => {
+            // One cap over all workers, as with one runtime.
+            let shared = limits(cap);
+            let (release, released) = watch::channel(());
+            let mut threads = Vec::with_capacity(listeners.len());
+            for (worker, listener) in listeners.into_iter().enumerate() {
+                let (tx, rx) = oneshot::channel();
+                let (http, stop, limits, handler) = (
+                    http.clone(),
+                    stop_rx.clone(),
+                    shared.clone(),
+                    handler.clone(),
+                );
+                let mut released = released.clone();
+                let client = gw.pools.client();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|source| ServeError::Worker { worker, source })?;
+                // Within the 15 bytes Linux keeps of a thread's name.
+                let thread = std::thread::Builder::new()
+                    .name(format!("gw-worker-{worker}"))
+                    .spawn(move || {
+                        crate::client::adopt(client);
+                        rt.block_on(async move {
+                            // Registered with this thread's runtime, so inside it.
+                            let grace_over = match TcpListener::from_std(listener) {
+                                Ok(l) => accept_loop(l, http, stop, grace, limits, handler).await,
+                                Err(e) => {
+                                    eprintln!("gateway: worker {worker} cannot serve: {e}");
+                                    false
+                                }
+                            };
+                            let _ = tx.send(grace_over);
+                            // Err once `Workers::finish` drops the sender.
+                            let _ = released.changed().await;
+                        });
+                        rt.shutdown_timeout(Duration::from_secs(1));
+                    })
+                    .map_err(|source| ServeError::Worker { worker, source })?;
+                threads.push(thread);
+                done.push(rx);
+            }
+            workers = Some(Workers {
+                release: Some(release),
+                threads,
+            });
+        }
+    }
     let metrics_loop = listeners.metrics.map(|l| {
         let m = metrics.clone();
         tokio::spawn(accept_loop(
@@ -232,7 +366,10 @@ pub(crate) async fn run(
     eprintln!("gateway: {first}: draining for up to {grace:?}; a second signal exits at once");
     let _ = stop_tx.send(true);
     let drain = async {
-        let mut grace_over = main.await.unwrap_or(false);
+        let mut grace_over = false;
+        for rx in done {
+            grace_over |= rx.await.unwrap_or(false);
+        }
         if let Some(m) = metrics_loop {
             grace_over |= m.await.unwrap_or(false);
         }
@@ -256,6 +393,7 @@ pub(crate) async fn run(
     Ok(Stopped {
         writer,
         deadline: started + grace,
+        workers,
     })
 }
 
@@ -270,6 +408,7 @@ const METRICS_CONNECTIONS: usize = 64;
 /// log, refusals in progress).
 const FD_RESERVE: u64 = 64 + REJECTING as u64;
 
+#[derive(Clone)]
 struct ConnLimits {
     slots: Arc<Semaphore>,
     rejecting: Arc<Semaphore>,

@@ -118,6 +118,8 @@ pub(crate) struct State {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) access_log: AccessLog,
     pub(crate) client: UpstreamClient,
+    /// Builds each thread-per-core worker's own client.
+    pub(crate) pools: client::Pools,
     pub(crate) max_body_bytes: usize,
     /// Largest non-streaming upstream body buffered.
     pub(crate) max_response_body_bytes: usize,
@@ -148,7 +150,8 @@ impl State {
             .enumerate()
             .map(|(i, m)| (m.name.as_str().into(), i))
             .collect();
-        let client = client::build(&cfg.upstream)?;
+        let pools = client::build(&cfg.upstream)?;
+        let client = pools.client();
         // A token fetch gets as long as an upstream's first byte.
         let fetch_timeout = Duration::from_millis(cfg.upstream.first_byte_timeout_ms);
         let min_lifetime = Duration::from_millis(cfg.upstream.min_credential_lifetime_ms);
@@ -244,6 +247,7 @@ impl State {
             metrics,
             access_log,
             client,
+            pools,
             max_body_bytes: cfg.server.max_body_bytes,
             max_response_body_bytes: cfg.upstream.max_response_body_bytes,
             buffer_budget: Arc::new(BufferBudget::new(cfg.upstream.max_buffered_bytes)),

@@ -13,6 +13,7 @@ mod frontier;
 mod latency;
 mod memory;
 pub mod report;
+pub mod runtime;
 mod streams;
 pub mod worth;
 
@@ -57,6 +58,8 @@ pub struct BoardOptions {
     pub control: bool,
     /// Gateway worker threads.
     pub workers: usize,
+    /// Each variant is measured under each of these `--runtime`s (none: the binary's default).
+    pub runtimes: Vec<String>,
     pub gateway_cpus: Vec<usize>,
     /// Where the caller pinned this process (the load generator); recorded for the report.
     pub load_cpus: Vec<usize>,
@@ -102,6 +105,7 @@ impl BoardOptions {
             rounds: 3,
             control: true,
             workers: 1,
+            runtimes: Vec::new(),
             gateway_cpus: Vec::new(),
             load_cpus: Vec::new(),
             load_threads: 1,
@@ -341,6 +345,9 @@ pub struct Rig {
     pub cpu_model: String,
     pub gateway_cpus: Vec<usize>,
     pub workers: usize,
+    /// The `--runtime`s each variant ran under (empty: the binaries' default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtimes: Vec<String>,
     pub load_cpus: Vec<usize>,
     pub load_threads: usize,
     pub mock_cpus: Vec<usize>,
@@ -402,6 +409,8 @@ pub async fn run(variants: &[Variant], opts: &BoardOptions) -> Result<BoardRepor
     } else {
         variants.to_vec()
     };
+    let legs_of = runtime::expand(all, &opts.runtimes)?;
+    let all: Vec<Variant> = legs_of.iter().map(|(v, _)| v.clone()).collect();
     let shapes = Shapes::load(&opts.shapes_dir)?;
     let fail = |c: MockConfig| MockConfig {
         fail_status: opts.mock_fail_status,
@@ -454,10 +463,10 @@ pub async fn run(variants: &[Variant], opts: &BoardOptions) -> Result<BoardRepor
             chat: mock.base_url(),
             paced: paced.base_url(),
         };
-        let leg = match all.get(slot.variant) {
-            Some(v) => {
+        let leg = match legs_of.get(slot.variant) {
+            Some((v, args)) => {
                 let leg = Leg::new(&v.name, round, position);
-                gateway_leg(leg, v, &config, &shapes, opts, i).await?
+                gateway_leg(leg, v, args, &config, &shapes, opts, i).await?
             }
             None => direct_leg(Leg::new(DIRECT, round, position), &targets, &shapes, opts).await,
         };
@@ -555,6 +564,7 @@ async fn direct_leg(mut leg: Leg, t: &Targets<'_>, s: &Shapes, opts: &BoardOptio
 async fn gateway_leg(
     mut leg: Leg,
     v: &Variant,
+    args: &[String],
     config: &Path,
     s: &Shapes,
     opts: &BoardOptions,
@@ -563,7 +573,7 @@ async fn gateway_leg(
     let launch = Launch {
         bin: v.path.clone(),
         config: config.to_owned(),
-        args: Vec::new(),
+        args: args.iter().map(Into::into).collect(),
         wrapper: Vec::new(),
         cpus: opts.gateway_cpus.clone(),
         env: Vec::new(),
@@ -818,6 +828,7 @@ pub(crate) fn assemble(
         cpu_model: cpu_model(),
         gateway_cpus: opts.gateway_cpus.clone(),
         workers: opts.workers,
+        runtimes: opts.runtimes.clone(),
         load_cpus: opts.load_cpus.clone(),
         load_threads: opts.load_threads,
         mock_cpus: opts.mock_cpus.clone(),

@@ -119,6 +119,34 @@ pub fn paired(legs: &[Leg], num: &str, den: &str, key: &str) -> Option<Paired> {
     Paired::of(&ratios)
 }
 
+/// A pairs table's head: `| pair |` and a column per figure's label.
+pub fn pairs_head(s: &mut String, figures: &[(&str, &str, bool)]) {
+    s.push_str("| pair |");
+    for (_, label, _) in figures {
+        let _ = write!(s, " {label} |");
+    }
+    s.push_str("\n| --- |");
+    for _ in figures {
+        s.push_str(" ---: |");
+    }
+    s.push('\n');
+}
+
+/// A table cell: the paired ratio `num / den` with its interval and verdict, or `-`.
+pub fn paired_cell(legs: &[Leg], num: &str, den: &str, key: &str, higher: bool) -> String {
+    match paired(legs, num, den, key) {
+        Some(p) => {
+            let v = match p.verdict(higher) {
+                Some(true) => " **better**",
+                Some(false) => " **worse**",
+                None => "",
+            };
+            format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
+        }
+        None => "-".into(),
+    }
+}
+
 /// The gateway core's load in the sweep step with the highest clean rate: CPU seconds per
 /// wall second over the gateway's CPUs. Near 1.0 the gateway sets the frontier; well under,
 /// the load generator and mock (or the rig's wake-ups) do.
@@ -168,31 +196,13 @@ pub fn markdown(r: &BoardReport) -> String {
         "\n**What PGO and BOLT are worth here** (paired by round: the geometric mean of the \
          per-round ratios, with its 95 % interval, which narrows as rounds are added; \
          **better** / **worse** only when the interval excludes 1.00; the control row is the \
-         noise: its interval must hold 1.00):\n\n| pair |",
+         noise: its interval must hold 1.00):\n\n",
     );
-    for (_, label, _) in FIGURES {
-        let _ = write!(s, " {label} |");
-    }
-    s.push_str("\n| --- |");
-    for _ in FIGURES {
-        s.push_str(" ---: |");
-    }
-    s.push('\n');
+    pairs_head(&mut s, &FIGURES);
     for (name, a, b) in &pairs {
         let _ = write!(s, "| {name} |");
         for (key, _, higher) in FIGURES {
-            let cell = match paired(&r.legs, a, b, key) {
-                Some(p) => {
-                    let v = match p.verdict(higher) {
-                        Some(true) => " **better**",
-                        Some(false) => " **worse**",
-                        None => "",
-                    };
-                    format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
-                }
-                None => "-".into(),
-            };
-            let _ = write!(s, " {cell} |");
+            let _ = write!(s, " {} |", paired_cell(&r.legs, a, b, key, higher));
         }
         s.push('\n');
     }

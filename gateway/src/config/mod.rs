@@ -23,7 +23,7 @@ use error::invalid;
 pub(crate) use error::{ConfigError, Invalid};
 pub(crate) use keys::ApiKey;
 pub(crate) use limits::{LimitsBackend, RateLimit, RateLimits, RedisLimits, WhenDown};
-pub(crate) use server::{check_listeners, AccessLogSink, Observability, Server, Upstream};
+pub(crate) use server::{check_listeners, AccessLogSink, Observability, Runtime, Server, Upstream};
 pub(crate) use targets::{BuiltinTools, Model, Translation};
 
 #[derive(Debug, Clone, Deserialize)]

@@ -16,6 +16,9 @@ pub(crate) struct Server {
     pub(crate) metrics_listen: Option<SocketAddr>,
     /// Tokio worker threads; 0 = one per core.
     pub(crate) workers: usize,
+    /// How the workers share the connections: one work-stealing runtime, or one
+    /// single-threaded runtime and listener per worker.
+    pub(crate) runtime: Runtime,
     pub(crate) max_body_bytes: usize,
     pub(crate) header_read_timeout_ms: u64,
     /// The longest a request body may take to arrive, from the end of its head: stalled or
@@ -37,12 +40,33 @@ impl Default for Server {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             metrics_listen: None,
             workers: 0,
+            runtime: Runtime::MultiThread,
             max_body_bytes: 8 * 1024 * 1024,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 30_000,
             client_write_timeout_ms: 30_000,
             max_connections: 4096,
             shutdown_grace_ms: 30_000,
+        }
+    }
+}
+
+/// `server.runtime` (and `--runtime`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Runtime {
+    /// Tokio's work-stealing runtime: `workers` threads share every connection.
+    MultiThread,
+    /// One current-thread runtime per worker, each accepting on its own `SO_REUSEPORT`
+    /// listener: a connection stays on the thread that accepted it.
+    ThreadPerCore,
+}
+
+impl Runtime {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Runtime::MultiThread => "multi-thread",
+            Runtime::ThreadPerCore => "thread-per-core",
         }
     }
 }

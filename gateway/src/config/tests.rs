@@ -44,6 +44,20 @@ fn credential_lifetime_floor_is_a_minute_and_at_least_a_second() {
 }
 
 #[test]
+fn runtime_defaults_to_multi_thread_and_refuses_a_bad_value() {
+    assert_eq!(parse(MINIMAL).unwrap().server.runtime, Runtime::MultiThread);
+    let text = format!("[server]\nruntime = \"thread-per-core\"\n{MINIMAL}");
+    assert_eq!(parse(&text).unwrap().server.runtime, Runtime::ThreadPerCore);
+    let text = format!("[server]\nruntime = \"per-core\"\n{MINIMAL}");
+    let e = parse(&text).unwrap_err().to_string();
+    // serde's words, as for the other enums: the bad value and the two it takes.
+    assert!(
+        e.contains("unknown variant `per-core`") && e.contains("`thread-per-core`"),
+        "{e}"
+    );
+}
+
+#[test]
 fn missing_models_is_named() {
     let e = parse("[server]\nworkers = 1\n").unwrap_err().to_string();
     assert!(e.contains("test.toml") && e.contains("models"), "{e}");

@@ -80,7 +80,7 @@ async fn upstream(
     let secrets = credential.as_ref().and_then(|c| c.secrets(req.headers()));
     let start = Instant::now();
     c.upstream_start = Some(start);
-    match tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await {
+    match tokio::time::timeout(gw.timeouts.first_byte, crate::client::send(&gw.client, req)).await {
         Ok(Ok(resp)) => {
             c.upstream_ttfb = Some(start.elapsed());
             c.provider = Some(t.provider);

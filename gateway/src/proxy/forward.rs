@@ -92,7 +92,9 @@ pub(crate) async fn forward(
             let secrets = credential.as_ref().and_then(|c| c.secrets(req.headers()));
             let start = Instant::now();
             c.upstream_start = Some(start);
-            let sent = tokio::time::timeout(gw.timeouts.first_byte, gw.client.request(req)).await;
+            let sent =
+                tokio::time::timeout(gw.timeouts.first_byte, crate::client::send(&gw.client, req))
+                    .await;
             // A refused token (expired early, revoked): fetch a new one and try once more,
             // before anything reached the client.
             if let (Ok(Ok(resp)), Some(cred)) = (&sent, &credential) {

@@ -26,7 +26,8 @@ pub(crate) async fn off_runtime<T: Send + 'static>(
 
 /// Runs `work` in place, the worker's other tasks handed to another thread meanwhile (for
 /// work on a body that cannot move: a stream's state). Only a multi-threaded runtime can
-/// do that; on another, `work` just runs.
+/// do that; on another (a `thread-per-core` worker), `work` just runs and the worker's other
+/// connections wait for it: the fairness that runtime gives up (docs/gateway.md, "Runtimes").
 pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current().map(|h| h.runtime_flavor()) {

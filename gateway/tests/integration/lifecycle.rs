@@ -10,6 +10,12 @@ use http_body_util::BodyExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_an_in_flight_stream_finish_then_exits_0() {
+    stream_finishes_after_sigterm(&[]).await;
+}
+
+/// SIGTERM during a stream: new connections are refused, the stream completes, the exit is
+/// 0 and the access log has the stream's line. `args`: the gateway's extra arguments.
+pub(crate) async fn stream_finishes_after_sigterm(args: &[&str]) {
     // About 2 s of stream.
     let mock = MockUpstream::start(MockConfig {
         chunks: 40,
@@ -18,7 +24,7 @@ async fn sigterm_lets_an_in_flight_stream_finish_then_exits_0() {
     })
     .await
     .unwrap();
-    let mut gw = TestGateway::start(&two_models(&mock.base_url())).await;
+    let mut gw = TestGateway::start_with_args(&two_models(&mock.base_url()), args).await;
     let addr = gw.addr;
     let resp = open(addr, post(MESSAGES, body(MESSAGES, "claude", true)))
         .await
@@ -305,6 +311,11 @@ fn version_flag() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn port_in_use_fails_with_a_message() {
+    port_in_use_fails(&[]);
+}
+
+/// A listener already on the address: exit 1, the address named. `args`: extra arguments.
+pub(crate) fn port_in_use_fails(args: &[&str]) {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let path = scratch("busy.toml");
@@ -313,11 +324,15 @@ async fn port_in_use_fails_with_a_message() {
         .arg("--config")
         .arg(&path)
         .args(["--listen", &addr])
+        .args(args)
         .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
         .output()
         .unwrap();
     let _ = std::fs::remove_file(&path);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&addr), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
 }

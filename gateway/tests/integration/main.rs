@@ -18,6 +18,7 @@ mod memory_bound;
 mod ratelimit;
 mod ratelimit_shared;
 mod redaction;
+mod runtime;
 mod streaming;
 mod support;
 mod translate_agents;

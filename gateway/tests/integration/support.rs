@@ -165,6 +165,19 @@ pub struct StartOpts {
     pub stdout_unread: bool,
 }
 
+/// Runs the whole suite under another runtime: `GATEWAY_TEST_RUNTIME=thread-per-core cargo
+/// test -p gateway --test integration` (a test that names `--runtime` keeps its own).
+pub const RUNTIME_ENV: &str = "GATEWAY_TEST_RUNTIME";
+
+fn runtime_args(args: &[String]) -> Vec<String> {
+    match std::env::var(RUNTIME_ENV) {
+        Ok(r) if !r.is_empty() && !args.iter().any(|a| a == "--runtime") => {
+            vec!["--runtime".to_owned(), r]
+        }
+        _ => Vec::new(),
+    }
+}
+
 impl TestGateway {
     /// Writes `config` to a file and starts the gateway on 127.0.0.1:0 with 2 workers.
     pub async fn start(config: &str) -> TestGateway {
@@ -206,6 +219,7 @@ impl TestGateway {
             } else {
                 &["--workers", "2"][..]
             })
+            .args(runtime_args(&opts.args))
             .args(&opts.args)
             .env(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
             .envs(opts.env.iter().map(|(k, v)| (k, v)))
