@@ -17,6 +17,7 @@ use crate::rss::RssReport;
 use crate::soak::{self, SoakReport};
 use crate::soak_shared::{self, SharedSoakReport};
 use crate::stats::Verdict;
+use crate::syscalls::{self, SyscallReport};
 use crate::translated;
 
 fn f(x: Option<f64>, digits: usize) -> String {
@@ -434,6 +435,26 @@ pub(crate) fn splice_board(dir: &Path, old: &str) -> Result<String, String> {
     splice(old, board::report::BEGIN, board::report::END, &section)
 }
 
+/// The syscalls section, markers included: `None` when not measured.
+fn syscalls_section(dir: &Path) -> Result<Option<String>, String> {
+    let Some(r) = read_json::<SyscallReport>(dir, syscalls::RESULTS)? else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{}\n\n{}{}\n",
+        syscalls::BEGIN,
+        syscalls::markdown(&r),
+        syscalls::END
+    )))
+}
+
+/// `old` with its syscalls section replaced by the one measured in `dir`.
+pub(crate) fn splice_syscalls(dir: &Path, old: &str) -> Result<String, String> {
+    let section = syscalls_section(dir)?
+        .ok_or_else(|| format!("no {} in {}", syscalls::RESULTS, dir.display()))?;
+    splice(old, syscalls::BEGIN, syscalls::END, &section)
+}
+
 /// The translated paths' section, between its markers (`Not measured` without results).
 fn translated_section(dir: &Path) -> Result<String, String> {
     let mut s = format!("{}\n\n", translated::BEGIN);
@@ -583,6 +604,10 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
     // Only when measured; between markers, so that `--board-only` can replace it alone.
     if let Some(section) = board_section(dir)? {
         s.push_str("\n## The board's metrics, same-rig method (noisy, report only)\n\n");
+        s.push_str(&section);
+    }
+    if let Some(section) = syscalls_section(dir)? {
+        s.push_str("\n## System calls per request (stable counts)\n\n");
         s.push_str(&section);
     }
 

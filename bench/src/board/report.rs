@@ -229,5 +229,6 @@ pub fn markdown(r: &BoardReport) -> String {
         }
     }
     s.push_str(&super::worth::markdown(r));
+    s.push_str(&super::split::markdown(r));
     s
 }

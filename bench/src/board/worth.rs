@@ -33,7 +33,7 @@ const FIGURES: [(&str, &str, bool); 4] = [
 ];
 
 /// The pairs compared: (name, numerator, denominator).
-const PAIRS: [(&str, &str, &str); 4] = [
+pub(crate) const PAIRS: [(&str, &str, &str); 4] = [
     ("control / plain (noise)", CONTROL, "plain"),
     ("PGO / plain", "pgo", "plain"),
     ("PGO+BOLT / PGO (what BOLT adds)", "pgo-bolt", "pgo"),
