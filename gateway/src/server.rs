@@ -195,6 +195,8 @@ pub(crate) async fn run(
     for task in tasks {
         tokio::spawn(task(refresh_rx.clone()));
     }
+    // No per-request self-wake of the runtime (see `conn::pacemaker`).
+    tokio::spawn(crate::conn::pacemaker(crate::conn::pacemaker_period(cfg)));
     let cap = connection_cap(cfg.server.max_connections);
     let write_timeout = Duration::from_millis(cfg.server.client_write_timeout_ms);
     let limits = |n: usize| ConnLimits {
