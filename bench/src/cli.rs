@@ -437,6 +437,9 @@ struct SyscallsArgs {
     max_c1: Option<f64>,
     #[arg(long, default_value = "strace")]
     strace: PathBuf,
+    /// What the binaries are, in words, printed under their paths.
+    #[arg(long)]
+    note: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -714,6 +717,7 @@ fn run_syscalls(a: SyscallsArgs) -> Result<(), Error> {
             s = interrupted() => Err(format!("{s}: stopped, the running gateway killed").into()),
         }
     })?;
+    let r = syscalls::SyscallReport { note: a.note, ..r };
     emit(&a.common, &r, &syscalls::markdown(&r))?;
     syscalls::gate(&r)?;
     Ok(())

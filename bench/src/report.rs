@@ -843,6 +843,45 @@ mod tests {
     }
 
     #[test]
+    fn the_syscalls_section_appears_when_measured_and_is_replaced_alone() {
+        let d = std::env::temp_dir().join(format!("bench-report-sys-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        assert!(!document(&d).unwrap().contains(syscalls::BEGIN));
+        let r = SyscallReport {
+            strace: "strace -- version 6.1".into(),
+            workers: 1,
+            warmup: 300,
+            requests_small: 200,
+            requests_big: 1200,
+            concurrency: vec![1],
+            variants: Vec::new(),
+            steps: Vec::new(),
+            max_c1: None,
+            seconds: 1.0,
+            note: None,
+        };
+        std::fs::write(
+            d.join(syscalls::RESULTS),
+            serde_json::to_string(&r).unwrap(),
+        )
+        .unwrap();
+        let doc = document(&d).unwrap();
+        assert!(doc.contains("## System calls per request (stable counts)"));
+        assert!(doc.contains("**6 at c=1**"));
+        let old = format!(
+            "# head\n{}\nstale\n{}\n## tail\n",
+            syscalls::BEGIN,
+            syscalls::END
+        );
+        let spliced = splice_syscalls(&d, &old).unwrap();
+        assert!(spliced.starts_with("# head\n<!-- syscalls:begin -->\n\n`strace"));
+        assert!(spliced.ends_with("<!-- syscalls:end -->\n## tail\n"));
+        assert!(!spliced.contains("stale"));
+        std::fs::remove_dir_all(&d).unwrap();
+        assert!(splice_syscalls(&d, &old).is_err());
+    }
+
+    #[test]
     fn empty_results_say_not_measured() {
         let d = std::env::temp_dir().join(format!("bench-report-empty-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();

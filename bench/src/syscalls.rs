@@ -127,6 +127,9 @@ pub struct SyscallReport {
     pub steps: Vec<Step>,
     pub max_c1: Option<f64>,
     pub seconds: f64,
+    /// What the run's binaries are, in words (`--note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Raw `strace -c` counts: name -> (calls, errors).
@@ -391,6 +394,7 @@ pub async fn run(
         steps,
         max_c1: opts.max_c1,
         seconds: started.elapsed().as_secs_f64(),
+        note: None,
     })
 }
 
@@ -476,7 +480,7 @@ pub fn markdown(r: &SyscallReport) -> String {
     );
     let _ = writeln!(
         s,
-        "Binaries: {}.\n",
+        "Binaries: {}.",
         r.variants
             .iter()
             .map(|v| {
@@ -490,6 +494,13 @@ pub fn markdown(r: &SyscallReport) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // The note continues the binaries' paragraph.
+    match &r.note {
+        Some(n) => {
+            let _ = writeln!(s, "{}\n", n.trim());
+        }
+        None => s.push('\n'),
+    }
     for path in ["passthrough", "translated"] {
         let steps: Vec<&Step> = r.steps.iter().filter(|x| x.path == path).collect();
         if steps.is_empty() {
@@ -536,7 +547,7 @@ pub fn markdown(r: &SyscallReport) -> String {
         s.push_str("\n\n");
     }
     s.push_str(
-        "Where the runtime, not the protocol, added calls: tokio arms its time driver's waker (an \
+        "Where the runtime, not the protocol, added calls: tokio wakes its own driver (an \
          eventfd `write`, then often an `epoll_wait` that only drains it) whenever a timer is \
          registered earlier than the driver's next wake-up, even from the thread holding the \
          driver; hyper's header-read timer, armed after each response for the next request, \
@@ -647,6 +658,7 @@ mod tests {
             steps: vec![step(1, total_c1), step(16, 9.0)],
             max_c1: max,
             seconds: 1.0,
+            note: None,
         }
     }
 
