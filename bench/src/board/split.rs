@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::worth::{paired, Paired, PAIRS};
+use super::worth::{cell, paired, PAIRS};
 use super::{raw, BoardReport};
 
 fn median(r: &BoardReport, key: &str, variant: &str) -> Option<f64> {
@@ -26,20 +26,6 @@ fn band(r: &BoardReport, key: &str) -> String {
         .find(|row| row.metric.key == key)
         .and_then(|row| row.band)
         .map_or("-".into(), |b| format!("{:.3}..{:.3}", b.lo, b.hi))
-}
-
-fn interval(p: Option<Paired>) -> String {
-    match p {
-        Some(p) => {
-            let v = match p.verdict(false) {
-                Some(true) => " **better**",
-                Some(false) => " **worse**",
-                None => "",
-            };
-            format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
-        }
-        None => "-".into(),
-    }
 }
 
 /// The user part's share of the baseline's CPU per request; `None` unless both parts were
@@ -129,8 +115,8 @@ pub fn markdown(r: &BoardReport) -> String {
         let _ = writeln!(
             s,
             "| {name} | {} | {} | {whole} |",
-            interval(user),
-            interval(kernel)
+            cell(user, false),
+            cell(kernel, false)
         );
     }
     s

@@ -153,6 +153,17 @@ pub fn bolt_call(r: &BoardReport) -> BoltCall {
     }
 }
 
+/// A paired ratio as a table cell: mean (interval), and the verdict when it excludes 1.00.
+pub(crate) fn cell(p: Option<Paired>, higher_is_better: bool) -> String {
+    let Some(p) = p else { return "-".into() };
+    let v = match p.verdict(higher_is_better) {
+        Some(true) => " **better**",
+        Some(false) => " **worse**",
+        None => "",
+    };
+    format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
+}
+
 /// The section's second table and the rule's outcome.
 pub fn markdown(r: &BoardReport) -> String {
     let mut s = String::new();
@@ -181,18 +192,7 @@ pub fn markdown(r: &BoardReport) -> String {
     for (name, a, b) in &pairs {
         let _ = write!(s, "| {name} |");
         for (key, _, higher) in FIGURES {
-            let cell = match paired(&r.legs, a, b, key) {
-                Some(p) => {
-                    let v = match p.verdict(higher) {
-                        Some(true) => " **better**",
-                        Some(false) => " **worse**",
-                        None => "",
-                    };
-                    format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
-                }
-                None => "-".into(),
-            };
-            let _ = write!(s, " {cell} |");
+            let _ = write!(s, " {} |", cell(paired(&r.legs, a, b, key), higher));
         }
         s.push('\n');
     }
