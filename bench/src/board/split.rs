@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::worth::{cell, paired, PAIRS};
+use super::worth::{cell, measured_pairs, paired};
 use super::{raw, BoardReport};
 
 fn median(r: &BoardReport, key: &str, variant: &str) -> Option<f64> {
@@ -88,10 +88,7 @@ pub fn markdown(r: &BoardReport) -> String {
             r.baseline
         );
     }
-    let pairs: Vec<_> = PAIRS
-        .iter()
-        .filter(|(_, a, b)| names.contains(a) && names.contains(b))
-        .collect();
+    let pairs = measured_pairs(r);
     if pairs.is_empty() {
         return s;
     }

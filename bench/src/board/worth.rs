@@ -33,7 +33,7 @@ const FIGURES: [(&str, &str, bool); 4] = [
 ];
 
 /// The pairs compared: (name, numerator, denominator).
-pub(crate) const PAIRS: [(&str, &str, &str); 4] = [
+const PAIRS: [(&str, &str, &str); 4] = [
     ("control / plain (noise)", CONTROL, "plain"),
     ("PGO / plain", "pgo", "plain"),
     ("PGO+BOLT / PGO (what BOLT adds)", "pgo-bolt", "pgo"),
@@ -164,14 +164,21 @@ pub(crate) fn cell(p: Option<Paired>, higher_is_better: bool) -> String {
     format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
 }
 
+/// The pairs of [`PAIRS`] whose both variants the run measured.
+pub(crate) fn measured_pairs(r: &BoardReport) -> Vec<(&'static str, &'static str, &'static str)> {
+    let has = |n: &str| r.variants.iter().any(|(v, _)| v == n);
+    PAIRS
+        .iter()
+        .copied()
+        .filter(|(_, a, b)| has(a) && has(b))
+        .collect()
+}
+
 /// The section's second table and the rule's outcome.
 pub fn markdown(r: &BoardReport) -> String {
     let mut s = String::new();
     let names: Vec<&str> = r.variants.iter().map(|(n, _)| n.as_str()).collect();
-    let pairs: Vec<_> = PAIRS
-        .iter()
-        .filter(|(_, a, b)| names.contains(a) && names.contains(b))
-        .collect();
+    let pairs = measured_pairs(r);
     if pairs.is_empty() {
         return s;
     }
