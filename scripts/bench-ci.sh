@@ -5,7 +5,9 @@
 # holdout gate (fails the run when PGO or PGO+BOLT instructions/request on the holdout shape
 # exceed 1.00x plain; and must itself fail when handed the instrumented build) and the soak
 # and fault run on the plain build (scripts/soak.sh; fails on any failed normal request,
-# leaked fds or memory, or an unclean exit). The short real bench run
+# leaked fds or memory, or an unclean exit); system calls per request at c=1 within a bound
+# (`bench syscalls --max-c1`; fails when a build needs more; and must fail under the floor).
+# The short real bench run
 # (smoke) is `cargo test --manifest-path bench/Cargo.toml --test bench`.
 #
 # Usage: scripts/bench-ci.sh [CHAIN_OUT]
@@ -104,6 +106,22 @@ else
   echo "bench-ci: no $chain/gateway-instrumented: the gate's failing direction is not run" >&2
   exit 1
 fi
+
+# System calls per request (strace attached over exact request windows; counts are stable):
+# every build at c=1 within the bound, on both paths (the floor is 6: 4 data calls and 2 epoll
+# waits); then the same command with a bound under the floor must fail, naming the step.
+t0=$SECONDS
+"$BENCH" syscalls --shapes shapes "${variants[@]}" --max-c1 6.5 \
+  --work-dir "$out/syscalls" --json "$out/syscalls.json" --markdown "$out/syscalls.md" >/dev/null
+rc=0
+"$BENCH" syscalls --shapes shapes --variant "plain=$chain/gateway/bin/gateway" --concurrency 1 \
+  --max-c1 5 --work-dir "$out/syscalls-under" >/dev/null 2>"$out/syscalls-under.err" || rc=$?
+if [ "$rc" = 0 ] || ! grep -q "syscall gate FAILED: plain passthrough c=1" "$out/syscalls-under.err"; then
+  tail -n 20 "$out/syscalls-under.err" >&2
+  echo "bench-ci: bench syscalls passed a bound under the floor (exit $rc)" >&2
+  exit 1
+fi
+echo "=== bench-ci: syscall gate (and its failing direction) in $((SECONDS - t0)) s"
 
 # The board scripts users run, for real but briefly: one round (no paired interval, so the BOLT
 # rule cannot fire on noise), tiny steps, the chain's three binaries; then the 16-core script

@@ -7,6 +7,8 @@
 #   holdout    the gate on the holdout shape (instructions/request <= 1.00x plain)
 #   ab         anchored interleaved throughput with a control leg (noisy, report only)
 #   translated translated paths beside passthrough, callgrind (scripts/bench-translated.sh)
+#   syscalls   system calls per request by name, c=1 and c=16, both paths (bench syscalls;
+#              strace attached; stable counts)
 #   board      the public same-rig board's metrics, 2-core layout (scripts/bench-board.sh;
 #              noisy, report only; BOARD=0 skips it, BOARD_ROUNDS etc. as that script reads them)
 #   rss, load  idle RSS with gateway.example.toml; 32-connection keep-alive load check
@@ -151,6 +153,10 @@ holdout_shape=$(grep -l '^holdout = true' "$shapes"/*.toml | head -n1 | xargs ba
 log "translated paths beside passthrough (scripts/bench-translated.sh)"
 BENCH="$BENCH" bash "$repo/scripts/bench-translated.sh" "$results" \
   --variant plain="$plain" --variant pgo="$pgo" --variant pgo-bolt="$pgo_bolt"
+
+log "system calls per request (bench syscalls; stable counts)"
+"$BENCH" syscalls --shapes "$shapes" --variant plain="$plain" --variant pgo="$pgo" \
+  --variant pgo-bolt="$pgo_bolt" --work-dir "$results/syscalls" --json "$results/syscalls.json" >/dev/null
 
 if [ "${BOARD:-1}" != 0 ] && [ "$ncpu" -ge 2 ]; then
   log "the board's metrics, 2-core layout (scripts/bench-board.sh; noisy)"

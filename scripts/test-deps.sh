@@ -14,9 +14,10 @@ export DEBIAN_FRONTEND=noninteractive
 # its clients' work dirs. redis-server: the shared rate limits' tests start their own servers
 # (the package's service is not needed; it may not even run in a container).
 # curl: tier f downloads ripgrep from static.crates.io. openssl: the Vertex tests make a fresh
-# RSA key per run (`openssl genpkey`; no key is committed).
+# RSA key per run (`openssl genpkey`; no key is committed). strace: `bench syscalls` counts
+# the gateway's system calls per request (bench's tests and the bench tier's gate).
 apt-get install -y -qq wrk shellcheck skopeo binutils python3 python3-venv python3-pip \
-  iproute2 util-linux git redis-server curl openssl >/dev/null
+  iproute2 util-linux git redis-server curl openssl strace >/dev/null
 python3 -c 'import yaml' 2>/dev/null || apt-get install -y -qq python3-yaml >/dev/null
 # A python3 other than Debian's (pyenv, say) does not see python3-yaml.
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml

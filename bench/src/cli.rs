@@ -1,6 +1,8 @@
 //! The `bench` command line: the anchored A/B bench by default, and its sibling subcommands
-//! (`callgrind`, `holdout`, `rss`, `memory`, `load`, `soak`, `translated`, `board`, `report`).
+//! (`callgrind`, `holdout`, `rss`, `memory`, `load`, `soak`, `translated`, `board`, `syscalls`,
+//! `report`).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,6 +20,7 @@ use crate::responsive::{self, ResponsiveOptions};
 use crate::rss::{self, RssOptions};
 use crate::soak::{self, SoakOptions};
 use crate::soak_shared::{self, SharedSoakOptions};
+use crate::syscalls::{self, SyscallsOptions};
 use crate::translated;
 use crate::variant::{check_variants, Variant};
 use trainer::launch::{self, parse_cpus};
@@ -67,6 +70,10 @@ enum BenchCommand {
     /// bounds, the translation lane, paced streams, CPU per request and RSS idle / steady /
     /// recovered, every variant interleaved with a control leg and the mock driven directly.
     Board(BoardArgs),
+    /// System calls per request by name (strace -f -c attached over exact request windows,
+    /// marginal), per variant on the passthrough and translated paths at each concurrency,
+    /// beside the floor; exits non-zero when --max-c1 is set and a c=1 total is over it.
+    Syscalls(SyscallsArgs),
     /// Writes BENCHMARKS.md from a results directory.
     Report(ReportArgs),
     /// The runtime stays responsive: one gateway worker under floods of big translations
@@ -406,6 +413,46 @@ struct BoardArgs {
 }
 
 #[derive(Args, Debug)]
+struct SyscallsArgs {
+    /// NAME=PATH of a gateway binary. Repeat for each variant.
+    #[arg(long = "variant", required = true)]
+    variants: Vec<Variant>,
+    /// An argument added to every gateway's command line (repeatable), e.g.
+    /// `--gateway-arg=--runtime=thread-per-core`.
+    #[arg(long = "gateway-arg", allow_hyphen_values = true)]
+    gateway_args: Vec<String>,
+    /// NAME=ARGS: arguments (split at whitespace) added to one variant's command line, so
+    /// that one binary under two settings is two variants (repeatable).
+    #[arg(long = "variant-args", allow_hyphen_values = true)]
+    variant_args: Vec<String>,
+    /// The concurrencies measured.
+    #[arg(long, default_value = "1,16")]
+    concurrency: String,
+    /// Requests before the windows.
+    #[arg(long, default_value_t = 300)]
+    warmup: u64,
+    /// Requests of the small and the large window (per request = the difference / the
+    /// difference of the counts).
+    #[arg(long, default_value_t = 200)]
+    small: u64,
+    #[arg(long, default_value_t = 1200)]
+    big: u64,
+    /// Gateway worker threads.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Fail when any variant's calls per request at c=1 (either path) are over this.
+    #[arg(long)]
+    max_c1: Option<f64>,
+    #[arg(long, default_value = "strace")]
+    strace: PathBuf,
+    /// What the binaries are, in words, printed under their paths.
+    #[arg(long)]
+    note: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
 struct ReportArgs {
     /// The results directory written by scripts/benchmarks.sh.
     #[arg(long)]
@@ -414,12 +461,16 @@ struct ReportArgs {
     out: PathBuf,
     /// Replace only the board's section (between its markers) of the existing --out with the
     /// one from --results (scripts/bench-board.sh run alone), leaving the rest as it was.
-    #[arg(long, conflicts_with = "translated_only")]
+    #[arg(long, conflicts_with_all = ["translated_only", "syscalls_only"])]
     board_only: bool,
     /// Replace only the translated paths' section (between its markers) of the existing
     /// --out with the one from --results (scripts/bench-translated.sh run alone).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "syscalls_only")]
     translated_only: bool,
+    /// Replace only the syscalls section (between its markers) of the existing --out with
+    /// the one from --results (`bench syscalls` run alone, its JSON as syscalls.json).
+    #[arg(long)]
+    syscalls_only: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Error> {
@@ -434,6 +485,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         Some(BenchCommand::SoakShared(a)) => run_soak_shared(a),
         Some(BenchCommand::Translated(a)) => run_translated(a),
         Some(BenchCommand::Board(a)) => run_board(a),
+        Some(BenchCommand::Syscalls(a)) => run_syscalls(a),
         Some(BenchCommand::Responsive(a)) => run_responsive(a),
         Some(BenchCommand::Report(a)) => {
             let doc = if a.board_only {
@@ -442,6 +494,9 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             } else if a.translated_only {
                 let old = std::fs::read_to_string(&a.out)?;
                 report::splice_translated(&a.results, &old)?
+            } else if a.syscalls_only {
+                let old = std::fs::read_to_string(&a.out)?;
+                report::splice_syscalls(&a.results, &old)?
             } else {
                 // Sections measured by hand (between `<!-- NAME:begin/end -->` markers, e.g.
                 // the C of build scripts) are not in any results directory: carried over.
@@ -640,6 +695,41 @@ fn run_board(a: BoardArgs) -> Result<(), Error> {
             r.failed
         );
     }
+    Ok(())
+}
+
+fn run_syscalls(a: SyscallsArgs) -> Result<(), Error> {
+    check_variants(&a.variants)?;
+    let mut opts = SyscallsOptions::new(work_dir(&a.common, "syscalls"), a.common.shapes.clone());
+    opts.strace = a.strace;
+    opts.concurrency = list("concurrency", &a.concurrency)?;
+    opts.warmup = a.warmup;
+    opts.requests_small = a.small;
+    opts.requests_big = a.big;
+    opts.workers = a.workers;
+    opts.max_c1 = a.max_c1;
+    opts.gateway_args = a.gateway_args.iter().map(OsString::from).collect();
+    for spec in &a.variant_args {
+        let (name, args) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("--variant-args {spec:?}: expected NAME=ARGS"))?;
+        if !a.variants.iter().any(|v| v.name == name) {
+            return Err(format!("--variant-args {spec:?}: no variant named {name:?}").into());
+        }
+        opts.variant_args
+            .entry(name.to_owned())
+            .or_default()
+            .extend(args.split_whitespace().map(OsString::from));
+    }
+    let r = runtime(1)?.block_on(async {
+        tokio::select! {
+            r = syscalls::run(&a.variants, &opts) => r.map_err(Error::from),
+            s = interrupted() => Err(format!("{s}: stopped, the running gateway killed").into()),
+        }
+    })?;
+    let r = syscalls::SyscallReport { note: a.note, ..r };
+    emit(&a.common, &r, &syscalls::markdown(&r))?;
+    syscalls::gate(&r)?;
     Ok(())
 }
 

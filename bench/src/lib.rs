@@ -29,6 +29,7 @@ pub mod rss;
 pub mod soak;
 pub mod soak_shared;
 pub mod stats;
+pub mod syscalls;
 pub mod translated;
 mod upstream;
 pub mod variant;

@@ -17,6 +17,7 @@ use crate::rss::RssReport;
 use crate::soak::{self, SoakReport};
 use crate::soak_shared::{self, SharedSoakReport};
 use crate::stats::Verdict;
+use crate::syscalls::{self, SyscallReport};
 use crate::translated;
 
 fn f(x: Option<f64>, digits: usize) -> String {
@@ -434,6 +435,26 @@ pub(crate) fn splice_board(dir: &Path, old: &str) -> Result<String, String> {
     splice(old, board::report::BEGIN, board::report::END, &section)
 }
 
+/// The syscalls section, markers included: `None` when not measured.
+fn syscalls_section(dir: &Path) -> Result<Option<String>, String> {
+    let Some(r) = read_json::<SyscallReport>(dir, syscalls::RESULTS)? else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{}\n\n{}{}\n",
+        syscalls::BEGIN,
+        syscalls::markdown(&r),
+        syscalls::END
+    )))
+}
+
+/// `old` with its syscalls section replaced by the one measured in `dir`.
+pub(crate) fn splice_syscalls(dir: &Path, old: &str) -> Result<String, String> {
+    let section = syscalls_section(dir)?
+        .ok_or_else(|| format!("no {} in {}", syscalls::RESULTS, dir.display()))?;
+    splice(old, syscalls::BEGIN, syscalls::END, &section)
+}
+
 /// The translated paths' section, between its markers (`Not measured` without results).
 fn translated_section(dir: &Path) -> Result<String, String> {
     let mut s = format!("{}\n\n", translated::BEGIN);
@@ -587,6 +608,10 @@ pub(crate) fn document(dir: &Path) -> Result<String, String> {
     // Only when measured; between markers, so that `--board-only` can replace it alone.
     if let Some(section) = board_section(dir)? {
         s.push_str("\n## The board's metrics, same-rig method (noisy, report only)\n\n");
+        s.push_str(&section);
+    }
+    if let Some(section) = syscalls_section(dir)? {
+        s.push_str("\n## System calls per request (stable counts)\n\n");
         s.push_str(&section);
     }
 
@@ -825,6 +850,45 @@ mod tests {
         );
         assert!(splice_translated(&d, "# no markers\n").is_err());
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_syscalls_section_appears_when_measured_and_is_replaced_alone() {
+        let d = std::env::temp_dir().join(format!("bench-report-sys-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        assert!(!document(&d).unwrap().contains(syscalls::BEGIN));
+        let r = SyscallReport {
+            strace: "strace -- version 6.1".into(),
+            workers: 1,
+            warmup: 300,
+            requests_small: 200,
+            requests_big: 1200,
+            concurrency: vec![1],
+            variants: Vec::new(),
+            steps: Vec::new(),
+            max_c1: None,
+            seconds: 1.0,
+            note: None,
+        };
+        std::fs::write(
+            d.join(syscalls::RESULTS),
+            serde_json::to_string(&r).unwrap(),
+        )
+        .unwrap();
+        let doc = document(&d).unwrap();
+        assert!(doc.contains("## System calls per request (stable counts)"));
+        assert!(doc.contains("**6 at c=1**"));
+        let old = format!(
+            "# head\n{}\nstale\n{}\n## tail\n",
+            syscalls::BEGIN,
+            syscalls::END
+        );
+        let spliced = splice_syscalls(&d, &old).unwrap();
+        assert!(spliced.starts_with("# head\n<!-- syscalls:begin -->\n\n`strace"));
+        assert!(spliced.ends_with("<!-- syscalls:end -->\n## tail\n"));
+        assert!(!spliced.contains("stale"));
+        std::fs::remove_dir_all(&d).unwrap();
+        assert!(splice_syscalls(&d, &old).is_err());
     }
 
     #[test]

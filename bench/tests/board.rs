@@ -69,6 +69,8 @@ async fn one_round_measures_every_figure() {
         "xlat_max_rps",
         "stream_gap_p50_ms",
         "cpu_us_per_req",
+        "cpu_user_us_per_req",
+        "cpu_sys_us_per_req",
         "rss_idle_mib",
         "rss_steady_mib",
         "rss_recovered_mib",
@@ -89,6 +91,9 @@ async fn one_round_measures_every_figure() {
         "{md}"
     );
     assert!(md.contains("| added p50 latency, c=1 | ms |"), "{md}");
+    // User and kernel CPU apart, with the share compiler optimization can reach.
+    assert!(md.contains("**Where a request's CPU goes**"), "{md}");
+    assert!(md.contains("reaches the user part only"), "{md}");
     // The JSON round-trips: `bench report` reads it back.
     let back: board::BoardReport =
         serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();

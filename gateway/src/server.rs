@@ -269,6 +269,10 @@ pub(crate) async fn run(
     for task in tasks {
         tokio::spawn(task(refresh_rx.clone()));
     }
+    // No per-request self-wake of a runtime (see `conn::pacemaker`): one on this runtime, and
+    // one on each thread-per-core worker's (each has its own timer driver).
+    let pacemaker = crate::conn::pacemaker_period(cfg);
+    tokio::spawn(crate::conn::pacemaker(pacemaker));
     let cap = connection_cap(cfg.server.max_connections);
     let write_timeout = Duration::from_millis(cfg.server.client_write_timeout_ms);
     let limits = |n: usize| ConnLimits {
@@ -325,6 +329,7 @@ pub(crate) async fn run(
                     .spawn(move || {
                         crate::client::adopt(client);
                         rt.block_on(async move {
+                            tokio::spawn(crate::conn::pacemaker(pacemaker));
                             // Registered with this thread's runtime, so inside it.
                             let grace_over = match TcpListener::from_std(listener) {
                                 Ok(l) => accept_loop(l, http, stop, grace, limits, handler).await,

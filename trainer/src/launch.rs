@@ -171,6 +171,13 @@ impl GatewayProcess {
         cpu_seconds_from_stat(&text, clock_ticks())
     }
 
+    /// User and system (kernel) CPU seconds of the whole process so far, apart: compiler
+    /// optimization reaches only the user part.
+    pub fn cpu_split_seconds(&self) -> Option<CpuSplit> {
+        let text = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        cpu_split_from_stat(&text, clock_ticks())
+    }
+
     /// `VmRSS` and `VmHWM` in KiB.
     pub fn memory_kib(&self) -> Option<(u64, u64)> {
         let text = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
@@ -418,12 +425,26 @@ pub(crate) fn socket_inode(link: &str) -> Option<u64> {
 /// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line, in seconds. The command
 /// name in parentheses may hold spaces, so fields are counted after the last `)`.
 pub(crate) fn cpu_seconds_from_stat(stat: &str, ticks_per_s: f64) -> Option<f64> {
+    cpu_split_from_stat(stat, ticks_per_s).map(|c| c.user + c.system)
+}
+
+/// A process's CPU seconds, user and system apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuSplit {
+    pub user: f64,
+    pub system: f64,
+}
+
+pub(crate) fn cpu_split_from_stat(stat: &str, ticks_per_s: f64) -> Option<CpuSplit> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After ")": state is field 3, so utime (14) is index 11 and stime (15) index 12.
     let utime: f64 = f.get(11)?.parse().ok()?;
     let stime: f64 = f.get(12)?.parse().ok()?;
-    Some((utime + stime) / ticks_per_s)
+    Some(CpuSplit {
+        user: utime / ticks_per_s,
+        system: stime / ticks_per_s,
+    })
 }
 
 /// A `Name:   1234 kB` value of `/proc/PID/status`, in KiB.
@@ -513,6 +534,13 @@ mod tests {
         let stat =
             "1234 (my gw (x)) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 50 0 0 20 0 3 0 100 0 0";
         assert_eq!(cpu_seconds_from_stat(stat, 100.0), Some(3.0));
+        assert_eq!(
+            cpu_split_from_stat(stat, 100.0),
+            Some(CpuSplit {
+                user: 2.5,
+                system: 0.5
+            })
+        );
         let status = "Name:\tgateway\nVmHWM:\t   12000 kB\nVmRSS:\t    9876 kB\n";
         assert_eq!(status_kib(status, "VmRSS"), Some(9876));
         assert_eq!(status_kib(status, "VmHWM"), Some(12000));

@@ -27,6 +27,8 @@ mod tests {
             p50_ms: p99_ms / 2.0,
             p99_ms,
             cpu_us_per_req: None,
+            user_us_per_req: None,
+            sys_us_per_req: None,
             failures: Vec::new(),
         }
     }

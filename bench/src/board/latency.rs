@@ -28,6 +28,12 @@ pub struct LoadStep {
     pub p99_ms: f64,
     /// Gateway user + system CPU over the step per request (gateway legs only).
     pub cpu_us_per_req: Option<f64>,
+    /// Its user part (the gateway's own code: what compiler optimization can reach) and its
+    /// kernel part (system calls, loopback TCP), from the same two /proc reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_us_per_req: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sys_us_per_req: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
 }
@@ -57,14 +63,15 @@ impl Driver<'_> {
         s.concurrency = concurrency.max(1);
         let mut d = DriveOptions::new(self.url.clone(), Some(BENCH_KEY.into()));
         d.request_timeout = self.timeout;
-        let cpu0 = self.gateway.and_then(|g| g.cpu_seconds());
+        let cpu0 = self.gateway.and_then(|g| g.cpu_split_seconds());
         match drive::drive(&s, &d).await {
             Ok(r) => {
-                let cpu = self
+                let per_req = |x: f64| x.max(0.0) * 1e6 / r.requests.max(1) as f64;
+                let split = self
                     .gateway
-                    .and_then(|g| g.cpu_seconds())
+                    .and_then(|g| g.cpu_split_seconds())
                     .zip(cpu0)
-                    .map(|(b, a)| (b - a).max(0.0) * 1e6 / r.requests.max(1) as f64);
+                    .map(|(b, a)| (per_req(b.user - a.user), per_req(b.system - a.system)));
                 LoadStep {
                     concurrency: s.concurrency,
                     requests: r.requests,
@@ -73,7 +80,9 @@ impl Driver<'_> {
                     rps: r.rate(),
                     p50_ms: r.p50.as_secs_f64() * 1e3,
                     p99_ms: r.p99.as_secs_f64() * 1e3,
-                    cpu_us_per_req: cpu,
+                    cpu_us_per_req: split.map(|(u, k)| u + k),
+                    user_us_per_req: split.map(|(u, _)| u),
+                    sys_us_per_req: split.map(|(_, k)| k),
                     failures: r.failures,
                 }
             }
@@ -88,6 +97,8 @@ impl Driver<'_> {
                 p50_ms: 0.0,
                 p99_ms: 0.0,
                 cpu_us_per_req: None,
+                user_us_per_req: None,
+                sys_us_per_req: None,
                 failures: vec![format!("{}: {e}", shape.name)],
             },
         }

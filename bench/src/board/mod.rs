@@ -14,6 +14,7 @@ mod latency;
 mod memory;
 pub mod report;
 pub mod runtime;
+mod split;
 mod streams;
 pub mod worth;
 
@@ -41,9 +42,9 @@ pub use streams::StreamStep;
 pub const DIRECT: &str = "direct";
 
 /// The non-streamed reference body (OpenAI chat to an OpenAI provider).
-const CHAT_SHAPE: &str = "chat-nonstream-minimal";
+pub(crate) const CHAT_SHAPE: &str = "chat-nonstream-minimal";
 /// The translation lane: an Anthropic `/v1/messages` client, the model on an OpenAI provider.
-const XLAT_SHAPE: &str = "messages-nonstream-minimal-via-openai";
+pub(crate) const XLAT_SHAPE: &str = "messages-nonstream-minimal-via-openai";
 /// The streamed body (chat, include_usage), its model renamed to route to the paced mock.
 const STREAM_SHAPE: &str = "chat-stream-minimal";
 const PACED_MODEL: &str = "board-paced";
@@ -207,6 +208,8 @@ pub(crate) mod raw {
     pub const GAP_P99: &str = "stream_gap_p99_ms";
     pub const CARRIED: &str = "stream_carried";
     pub const CPU: &str = "cpu_us_per_req";
+    pub const CPU_USER: &str = "cpu_user_us_per_req";
+    pub const CPU_SYS: &str = "cpu_sys_us_per_req";
     pub const RSS_IDLE: &str = "rss_idle_mib";
     pub const RSS_STEADY: &str = "rss_steady_mib";
     pub const RSS_RECOVERED: &str = "rss_recovered_mib";
@@ -302,6 +305,20 @@ pub(crate) fn metrics(bounds_ms: &[f64]) -> Vec<Metric> {
             false,
         ),
         m(raw::CPU, "gateway CPU per request", "us", false, false),
+        m(
+            raw::CPU_USER,
+            "gateway CPU per request: user",
+            "us",
+            false,
+            false,
+        ),
+        m(
+            raw::CPU_SYS,
+            "gateway CPU per request: kernel",
+            "us",
+            false,
+            false,
+        ),
         m(raw::RSS_IDLE, "RSS idle", "MiB", false, false),
         m(
             raw::RSS_STEADY,
@@ -493,14 +510,14 @@ pub async fn run(variants: &[Variant], opts: &BoardOptions) -> Result<BoardRepor
 }
 
 /// The shapes the board drives, the stream's model renamed to route to the paced mock.
-struct Shapes {
-    chat: Shape,
-    xlat: Shape,
+pub(crate) struct Shapes {
+    pub(crate) chat: Shape,
+    pub(crate) xlat: Shape,
     stream: Shape,
 }
 
 impl Shapes {
-    fn load(dir: &Path) -> Result<Shapes, BenchError> {
+    pub(crate) fn load(dir: &Path) -> Result<Shapes, BenchError> {
         let find = |n: &str| {
             shapes::find(dir, n).map_err(|e| BenchError::Failed(format!("shape {n}: {e}")))
         };
@@ -520,7 +537,7 @@ impl Shapes {
 
 /// One config with the three models: chat and the translation lane on the fast mock, the
 /// streamed model on the paced one.
-fn board_config(s: &Shapes, fast: &str, paced: &str, workers: usize) -> String {
+pub(crate) fn board_config(s: &Shapes, fast: &str, paced: &str, workers: usize) -> String {
     let parse = |t: String| -> Table { toml::from_str(&t).expect("rendered config parses") };
     let mut root = parse(bench_config(&s.chat, fast, None, workers));
     let mut models = Vec::new();
@@ -683,11 +700,12 @@ fn record_sweep(leg: &mut Leg, steps: Vec<LoadStep>, opts: &BoardOptions) {
         leg.set(&raw::frontier(*b), frontier(&steps, Some(*b)));
     }
     leg.set(raw::UNBOUNDED, frontier(&steps, None));
-    let cpu = steps
+    let cpu_step = steps
         .iter()
-        .find(|s| s.concurrency == opts.cpu_concurrency.max(1) && s.ok())
-        .and_then(|s| s.cpu_us_per_req);
-    leg.set(raw::CPU, cpu);
+        .find(|s| s.concurrency == opts.cpu_concurrency.max(1) && s.ok());
+    leg.set(raw::CPU, cpu_step.and_then(|s| s.cpu_us_per_req));
+    leg.set(raw::CPU_USER, cpu_step.and_then(|s| s.user_us_per_req));
+    leg.set(raw::CPU_SYS, cpu_step.and_then(|s| s.sys_us_per_req));
     leg.steps = steps;
 }
 

@@ -229,6 +229,7 @@ pub fn markdown(r: &BoardReport) -> String {
         }
     }
     s.push_str(&super::worth::markdown(r));
+    s.push_str(&super::split::markdown(r));
     s.push_str(&super::runtime::markdown(r));
     s
 }

@@ -134,17 +134,7 @@ pub fn pairs_head(s: &mut String, figures: &[(&str, &str, bool)]) {
 
 /// A table cell: the paired ratio `num / den` with its interval and verdict, or `-`.
 pub fn paired_cell(legs: &[Leg], num: &str, den: &str, key: &str, higher: bool) -> String {
-    match paired(legs, num, den, key) {
-        Some(p) => {
-            let v = match p.verdict(higher) {
-                Some(true) => " **better**",
-                Some(false) => " **worse**",
-                None => "",
-            };
-            format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
-        }
-        None => "-".into(),
-    }
+    cell(paired(legs, num, den, key), higher)
 }
 
 /// The gateway core's load in the sweep step with the highest clean rate: CPU seconds per
@@ -181,14 +171,32 @@ pub fn bolt_call(r: &BoardReport) -> BoltCall {
     }
 }
 
+/// A paired ratio as a table cell: mean (interval), and the verdict when it excludes 1.00.
+pub(crate) fn cell(p: Option<Paired>, higher_is_better: bool) -> String {
+    let Some(p) = p else { return "-".into() };
+    let v = match p.verdict(higher_is_better) {
+        Some(true) => " **better**",
+        Some(false) => " **worse**",
+        None => "",
+    };
+    format!("{:.3} ({:.3}..{:.3}){v}", p.geomean, p.lo, p.hi)
+}
+
+/// The pairs of [`PAIRS`] whose both variants the run measured.
+pub(crate) fn measured_pairs(r: &BoardReport) -> Vec<(&'static str, &'static str, &'static str)> {
+    let has = |n: &str| r.variants.iter().any(|(v, _)| v == n);
+    PAIRS
+        .iter()
+        .copied()
+        .filter(|(_, a, b)| has(a) && has(b))
+        .collect()
+}
+
 /// The section's second table and the rule's outcome.
 pub fn markdown(r: &BoardReport) -> String {
     let mut s = String::new();
     let names: Vec<&str> = r.variants.iter().map(|(n, _)| n.as_str()).collect();
-    let pairs: Vec<_> = PAIRS
-        .iter()
-        .filter(|(_, a, b)| names.contains(a) && names.contains(b))
-        .collect();
+    let pairs = measured_pairs(r);
     if pairs.is_empty() {
         return s;
     }
