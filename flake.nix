@@ -56,6 +56,19 @@
       apps = select "apps";
       formatter = select "formatter";
 
+      # Hydra and the CI systems that read it (buildbot-nix, hercules-ci): every stage and check
+      # for x86_64-linux, as <name>.<system> (Hydra's job names). Training runs natively, so a
+      # system's jobs need a builder of that system; aarch64-linux is left to fleets that have one.
+      hydraJobs =
+        let
+          system = "x86_64-linux";
+          jobs = builtins.mapAttrs (_: drv: { ${system} = drv; });
+        in
+        jobs (builtins.removeAttrs self.packages.${system} [ "default" ])
+        // {
+          checks = jobs self.checks.${system};
+        };
+
       overlays.default = final: prev: {
         gateway = self.packages.${final.stdenv.hostPlatform.system}.gateway-pgo-bolt;
       };

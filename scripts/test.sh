@@ -48,9 +48,14 @@
 #               fidelity cases with those hooks, and the stand-in command table (docs/testing.md)
 #               against crane's files. ~15 min. Required on the final commit of any change
 #               to the chain (nix/, flake.nix, the stage scripts).
+#   remote-builders (nix/tests/remote-builders.sh, after tier c) the whole chain built on Nix's
+#               remote builders over ssh on loopback (sshd and two builder stores started here),
+#               nothing built locally; compared with tier c's build; then the training parts
+#               split between two builders. A second whole chain: ~40 min on a loaded 2-core
+#               machine. Run it on a change to how stages get their inputs.
 #
-# Usage: scripts/test.sh [TIER ...]   (default: all but chain-local, chain-extra and crane-real, in
-#        the order above)
+# Usage: scripts/test.sh [TIER ...]   (default: all but chain-local, chain-extra, crane-real and
+#        remote-builders, in the order above)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -142,6 +147,7 @@ for t in "${tiers[@]}"; do
     agents) tier agents tests/agents/run.sh ;;
     chain-local) tier chain-local scripts/chain-local.sh "$repo/out/chain-local" ;;
     crane-real) tier crane-real nix/tests/crane-real.sh ;;
+    remote-builders) tier remote-builders nix/tests/remote-builders.sh "$repo/out/tier-c" ;;
     chain-extra) tier chain-extra nix/tests/run-all.sh c-extra ;;
     nix) tier nix nix/tests/run-all.sh a b c d e f ;;
     # Both reuse tier c's outputs (out/tier-c): no second build of the chain.

@@ -49,6 +49,34 @@ for system in x86_64-linux aarch64-linux; do
     fail "apps.$system.chain-local"
 done
 
+echo "== hydraJobs (x86_64-linux)"
+# Every stage and check as a job <name>.x86_64-linux (checks.<name>.x86_64-linux), each the
+# same derivation as the package or check it names: Hydra builds what `nix build` would.
+jobsOf='j: let sys = "x86_64-linux"; line = kind: name: job: "${kind} ${name} "
+    + builtins.concatStringsSep "," (builtins.attrNames job) + " " + job.${sys}.drvPath;
+  in builtins.concatStringsSep "\n" (builtins.attrValues
+    (builtins.mapAttrs (line "package") (builtins.removeAttrs j [ "checks" ]))
+    ++ builtins.attrValues (builtins.mapAttrs (line "check") j.checks))'
+drvsOf='kind: s: builtins.concatStringsSep "\n" (builtins.attrValues
+  (builtins.mapAttrs (name: d: "${kind} ${name} ${d.drvPath}") s))'
+hydra=$(ev --raw "$flake#hydraJobs" --apply "$jobsOf") || fail "hydraJobs does not evaluate"
+want=$(ev --raw "$flake#packages.x86_64-linux" --apply "($drvsOf) \"package\"" &&
+  echo && ev --raw "$flake#checks.x86_64-linux" --apply "($drvsOf) \"check\"") ||
+  fail "packages or checks do not evaluate"
+jobs=0
+while read -r kind name systems job; do
+  [ "$systems" = x86_64-linux ] || fail "hydraJobs $name is for [$systems], not x86_64-linux"
+  grep -qx "$kind $name $job" <<<"$want" || fail "hydraJobs $name is $job, not the $kind's derivation"
+  jobs=$((jobs + 1))
+done <<<"$hydra"
+for j in gateway gateway-instrumented gateway-profile gateway-pgo-build gateway-pgo gateway-bolt-profile gateway-pgo-bolt trainer bench; do
+  grep -q "^package $j " <<<"$hydra" || fail "hydraJobs.$j missing"
+done
+for c in tests clippy fmt pgo-proof closure holdout release; do
+  grep -q "^check $c " <<<"$hydra" || fail "hydraJobs.checks.$c missing"
+done
+echo "  ok: $jobs jobs, each the package's or check's derivation: $(cut -d' ' -f2 <<<"$hydra" | tr '\n' ' ')"
+
 echo "== stage wiring (x86_64-linux)"
 # One evaluation for all values (separate ones could see different sources in a working tree
 # that others are editing): NAME=VALUE lines.

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Tier e: the binary-cache round trip. Tier c's chain (every stage and every training part) is
-# copied to a signed file:// binary cache; a fresh, empty Nix store that trusts the cache's key
-# then
+# Tier e: the binary-cache round trip, over HTTP as every CI cache is. Tier c's chain (every
+# stage and every training part) is copied to a signed binary cache, a directory of static files
+# served by a plain static web server on 127.0.0.1 (python3's http.server); a fresh, empty Nix
+# store that trusts the cache's key, substituting from http://, then
 #   1. substitutes every stage with nothing built (`--dry-run` says so), and really fetches
 #      the optimized gateway, byte for byte tier c's;
 #   2. refuses the same cache under a key it does not trust (the fetch fails on the signature);
 #   3. after a one-shape edit, would build only that shape's PGO training, the merge and the
 #      stages after it (the PGO build, the gate, the BOLT training parts, BOLT), fetching the
 #      instrumented build and every other shape's training; and does build the edited profile
-#      for real: one part trained, the other parts substituted, merged.
+#      for real: one part trained, the other parts substituted, merged;
+#   4. refuses a tampered narinfo (another path's NAR under the instrumented build's name and
+#      signature: the signature no longer matches) and a tampered NAR (one byte of the
+#      instrumented build's NAR flipped under its intact, signed narinfo: the NAR hash).
 # Reuses tier c's store paths: run tier c first.
 #
 # Usage: nix/tests/tier-e.sh [TIER_C_OUTDIR]   (default ./out/tier-c)
@@ -29,10 +33,25 @@ stages="trainer gateway-instrumented gateway-profile gateway-pgo-build gateway-p
 chain_attrs=()
 for a in $stages; do chain_attrs+=(-A "$a"); done
 
-echo "== the chain into a signed file:// cache"
+echo "== the chain into a signed cache, served over HTTP"
 nix-store --generate-binary-cache-key tier-e-1 "$work/key.sec" "$work/key.pub"
 nix-store --generate-binary-cache-key tier-e-other "$work/other.sec" "$work/other.pub"
-cache="file://$work/cache"
+# The server's root holds the cache and, for step 4, two tampered copies of it.
+www="$work/www"
+mkdir -p "$www"
+# Port 0: the kernel picks a free one, written to a file once bound. Requests are logged.
+python3 -c 'import functools, http.server, sys
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+open(sys.argv[2] + ".tmp", "w").write(str(s.server_address[1]))
+__import__("os").rename(sys.argv[2] + ".tmp", sys.argv[2])
+s.serve_forever()' "$www" "$work/port" 2>"$work/http.log" &
+http_pid=$!
+trap 'kill "$http_pid" 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || fail "the HTTP server did not start"
+http="http://127.0.0.1:$(cat "$work/port")"
+cache="$http/cache"
 # What a CI cache holds after tier c: every output tier c built for these stages, with the
 # build-time helpers (setup hooks, dummy sources, shape copies, workload scripts) and every
 # training part; not the toolchain, which a real machine gets from its own cache.
@@ -46,8 +65,10 @@ for d in $drvs; do nix-store --check-validity $(nix-store -q --outputs "$d") 2>/
   fail "$d is not built: run tier c first"; done
 t1=$(date +%s)
 # shellcheck disable=SC2086 # a path list
-nix copy "${nixc[@]}" --to "$cache?secret-key=$work/key.sec&compression=zstd" $paths
-echo "  ok: $(echo "$paths" | wc -w) paths, $(du -sm "$work/cache" | cut -f1) MiB, in $(($(date +%s) - t1)) s"
+# Written as files (a static server takes no uploads; a CI writes its bucket likewise).
+nix copy "${nixc[@]}" --to "file://$www/cache?secret-key=$work/key.sec&compression=zstd" $paths
+echo "  ok: $(echo "$paths" | wc -w) paths, $(du -sm "$www/cache" | cut -f1) MiB, in $(($(date +%s) - t1)) s; served at $cache"
+curl -fsS "$cache/nix-cache-info" | grep -q '^StoreDir: /nix/store$' || fail "$cache/nix-cache-info is not served"
 
 # A fresh store: only the toolchain, which a real machine substitutes from its own cache.
 fresh="$work/fresh"
@@ -86,7 +107,9 @@ grep -q "building '" "$work/fetch.log" && { cat "$work/fetch.log"; fail "substit
 want=$(sha256sum <"$tier_c/result-gateway-pgo-bolt/bin/gateway")
 got=$(sha256sum <"$fresh$(readlink -f "$tier_c/result-gateway-pgo-bolt")/bin/gateway")
 [ "$want" = "$got" ] || fail "the substituted gateway differs from tier c's"
-echo "  ok: gateway-pgo-bolt fetched, its bin/gateway byte for byte tier c's"
+nars=$(grep -c '"GET /cache/nar/[^ ]* HTTP/1.1" 200' "$work/http.log" || true)
+[ "$nars" -gt 0 ] || fail "no NAR was served over HTTP"
+echo "  ok: gateway-pgo-bolt fetched over HTTP ($nars NARs served), its bin/gateway byte for byte tier c's"
 
 echo "== 2. the same cache under a key the store does not trust substitutes nothing"
 # A dry run only asks the cache what it has; signatures are checked when a path is fetched.
@@ -151,4 +174,60 @@ esac
 for s in $training; do
   [ "$s" = "$shape" ] || case " $ran " in *" gateway-profile-$s "*) fail "shape $s retrained" ;; esac
 done
+
+echo "== 4. a tampered narinfo and a tampered NAR are refused"
+inst=$(readlink -f "$tier_c/result-gateway-instrumented")
+other=$(readlink -f "$tier_c/result-trainer")
+info() { echo "$1/$(basename "$2" | cut -c1-32).narinfo"; }
+field() { sed -n "s/^$1: //p" "$2"; }
+# Copies of the cache (hard links: the files a step rewrites are replaced, never edited).
+cp -al "$www/cache" "$www/bad-narinfo"
+cp -al "$www/cache" "$www/bad-nar"
+# The narinfo: the instrumented build's name, references and signature over the trainer's
+# NAR and NAR hash, a self-consistent download of the wrong content.
+bad=$(info "$www/bad-narinfo" "$inst")
+src=$(info "$www/cache" "$other")
+rm "$bad"
+{
+  grep -vE '^(URL|Compression|FileHash|FileSize|NarHash|NarSize):' "$(info "$www/cache" "$inst")"
+  grep -E '^(URL|Compression|FileHash|FileSize|NarHash|NarSize):' "$src"
+} >"$bad"
+# The NAR: one byte of the binary's contents flipped (the middle of the NAR, inside bin/gateway,
+# so it still unpacks), recompressed, under the untouched signed narinfo.
+nar="$www/bad-nar/$(field URL "$(info "$www/cache" "$inst")")"
+[ "$(field Compression "$(info "$www/cache" "$inst")")" = zstd ] || fail "the cache is not zstd-compressed"
+zstd -q -d -c "$nar" >"$work/inst.nar"
+rm "$nar"
+python3 -c 'import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0xff
+open(sys.argv[1], "wb").write(b)' "$work/inst.nar"
+zstd -q -c "$work/inst.nar" >"$nar"
+tampered() { # NAME FLAGS...: fetch the instrumented build from the tampered copy NAME
+  local name=$1
+  shift
+  rm -rf "$work/t-$name"
+  # A store of its own: nothing else in it to substitute from or fall back on.
+  nix copy "${nixc[@]}" --from "$http/$name" --to "local?root=$work/t-$name" \
+    --option trusted-public-keys "$(cat "$work/key.pub")" "$@" "$inst" >"$work/$name.log" 2>&1
+}
+refused() { # NAME MESSAGE
+  if tampered "$1"; then
+    cat "$work/$1.log"
+    fail "the $1 cache's instrumented build was accepted"
+  fi
+  grep -q "$2" "$work/$1.log" || { cat "$work/$1.log"; fail "the $1 fetch failed, but not on: $2"; }
+  # Not valid (an unpacked NAR may lie there, unregistered, garbage for the next GC).
+  if nix "${nixc[@]}" path-info --store "local?root=$work/t-$1" "$inst" >/dev/null 2>&1; then
+    fail "the $1 fetch made $inst valid in the store"
+  fi
+  grep -m1 "$2" "$work/$1.log" | sed 's/^/  log: /'
+}
+refused bad-narinfo "lacks a valid signature"
+# The copy is what the signature stops: unchecked, the store takes the trainer's NAR.
+tampered bad-narinfo --no-check-sigs || { cat "$work/bad-narinfo.log"; fail "the unchecked bad-narinfo fetch failed"; }
+nix "${nixc[@]}" path-info --store "local?root=$work/t-bad-narinfo" "$inst" >/dev/null &&
+  [ -e "$work/t-bad-narinfo$inst/bin/trainer" ] || fail "the unchecked bad-narinfo fetch did not deliver the trainer"
+echo "  ok: the tampered narinfo refused (unchecked, it delivers the trainer's files as $(basename "$inst"))"
+refused bad-nar "hash mismatch"
+echo "  ok: the tampered NAR refused"
 echo "tier e: PASS in $(($(date +%s) - t0)) s"
